@@ -1,0 +1,128 @@
+// The transfer plan: the contract between `reshard plan`, `reshard run` and `reshard verify`.
+// Plain data; build it with plan_reshard() (planner.h), serialize with plan_io.h.
+// Ranks are global: train ranks 0..T-1, then gen ranks T..T+G-1.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reshard/core/box.h"
+#include "reshard/core/dtype.h"
+#include "reshard/core/mesh.h"
+#include "reshard/core/parallelism.h"
+
+namespace reshard {
+
+inline constexpr int kPlanVersion = 1;
+inline constexpr const char* kPlanFormat = "reshard-plan";
+
+enum class Path : uint8_t { Bulk, Misc };
+enum class Fanout : uint8_t { Direct, TwoPhase };
+enum class BulkMode : uint8_t { Ffn, All };
+enum class GenLayout : uint8_t { Hf, Vllm };
+enum class FanoutMode : uint8_t { Auto, Direct, TwoPhase };
+
+struct PlanOptions {
+  BulkMode bulk = BulkMode::Ffn;
+  GenLayout gen_layout = GenLayout::Hf;
+  FanoutMode fanout = FanoutMode::Auto;
+  int64_t bucket_bytes = int64_t{1} << 30;
+  std::vector<std::string> exclude;  // regexes (ECMAScript); matching params are dropped
+  std::vector<int> mtp_layers;       // model.layers.N that are really the MTP module
+  int first_stage_layers = 0;        // 0: Megatron's even split
+  int last_stage_layers = 0;
+  std::vector<int> layer_to_stage;   // explicit map (index = decoder layer); empty: computed
+  std::string rules_json;            // contents of --rules FILE, empty when none
+};
+
+// One bulk point-to-point transfer of a box of one param. Offsets are element coordinates.
+struct Transfer {
+  uint32_t param = 0;
+  int32_t src = 0, dst = 0;  // global ranks
+  Box box;                   // global region
+  Dims src_local;            // box origin inside the source rank's local shard
+  Dims dst_local;            // box origin inside the destination rank's local storage tensor
+};
+
+// Second phase of a two-phase fan-out: `root` (a gen replica that received `box` in phase one)
+// broadcasts it to the other replicas of communicator `group`; all replicas hold the same dst box,
+// so `dst_local` is the same on each.
+struct FanoutOp {
+  uint32_t param = 0;
+  int32_t root = 0;
+  int32_t group = 0;
+  Box box;
+  Dims dst_local;
+};
+
+struct ParamPlan {
+  std::string name;                  // HF name, or the grouped name "{prefix}.{proj}.weight"
+  std::vector<std::string> members;  // HF names it stands for (grouped experts: one per expert)
+  std::string rule;                  // which rule classified it ("ffn", "expert", "attn", "misc", ...)
+  DType dtype = DType::BF16;
+  Dims shape;
+  Path path = Path::Misc;
+  int pp_stage = 0;      // train PP stage that owns it
+  int gen_pp_stage = 0;  // gen PP stage that holds it
+
+  // Bulk only.
+  Layout src, dst;
+  std::string dst_storage;  // local tensor it lands in on gen ranks (fused for --gen-layout vllm)
+  int dst_fuse_dim = -1;    // dim along which dst_storage concatenates its members; -1: not fused
+  int dst_fuse_index = 0;   // this param's position among the storage's members
+  Fanout fanout = Fanout::Direct;
+  int group = -1;           // bulk communicator (CommGroup index)
+  bool uneven = false;      // some shard is short or empty
+  uint64_t transfer_begin = 0, transfer_count = 0;  // range in Plan::transfers
+  uint64_t fanout_begin = 0, fanout_count = 0;      // range in Plan::fanouts
+
+  // Misc only.
+  int bucket = -1;
+  int64_t bucket_offset = 0;  // bytes
+
+  int64_t bytes() const { return shape.product() * dtype_size(dtype); }
+};
+
+struct CommGroup {
+  std::string kind;  // "misc", "bulk" (one per train PP stage) or "fanout" (gen replicas)
+  int pp_stage = -1;
+  std::vector<int> ranks;  // sorted global ranks
+};
+
+struct MiscBucket {
+  int root = 0;   // global train rank that broadcasts it
+  int group = 0;  // CommGroup index (the misc group)
+  int pp_stage = 0;
+  int64_t bytes = 0;
+  std::vector<uint32_t> params;  // param indices, in packing order
+};
+
+struct Plan {
+  std::string generator;    // "reshard <version>"
+  std::string fingerprint;  // 16 hex digits over model + parallelism + options
+  std::string model_name;
+  std::string model_digest;  // 16 hex digits over the model's names, shapes, dtypes
+  int64_t model_tensors = 0;
+  SystemConfig system;
+  PlanOptions options;
+
+  std::vector<ParamPlan> params;
+  std::vector<Transfer> transfers;
+  std::vector<FanoutOp> fanouts;
+  std::vector<CommGroup> groups;
+  std::vector<MiscBucket> buckets;
+
+  int train_world() const { return system.train.num_gpus; }
+  int gen_world() const { return system.gen.num_gpus; }
+  int world() const { return train_world() + gen_world(); }
+  bool is_gen(int rank) const { return rank >= train_world(); }
+};
+
+// Names used in plans and on the command line.
+const char* to_string(Path p);
+const char* to_string(Fanout f);
+const char* to_string(BulkMode m);
+const char* to_string(GenLayout l);
+const char* to_string(FanoutMode m);
+
+}  // namespace reshard

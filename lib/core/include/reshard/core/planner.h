@@ -1,0 +1,11 @@
+// The planner: model metadata + parallelism + options -> Plan. Pure and deterministic.
+#pragma once
+#include "reshard/core/model.h"
+#include "reshard/core/plan.h"
+
+namespace reshard {
+
+// Validates everything first (every problem in one Error(Config)), then plans.
+Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions& options);
+
+}  // namespace reshard

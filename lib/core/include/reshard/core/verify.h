@@ -1,0 +1,23 @@
+// Static proof of a plan against the golden semantics (broadcast every full tensor, each
+// destination keeps its slice): every gen rank receives exactly its region of every bulk param,
+// exactly once, each piece from a rank that holds it, in bounds; every misc param sits in
+// exactly one bucket, within the bucket's bytes.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reshard/core/plan.h"
+
+namespace reshard {
+
+struct VerifyReport {
+  std::vector<std::string> problems;  // "param P, rank R, box B: what is wrong"; capped
+  int64_t problem_count = 0;          // all problems, also those beyond the cap
+  int64_t params_checked = 0, transfers_checked = 0, elements_checked = 0;
+  bool ok() const { return problem_count == 0; }
+};
+
+VerifyReport verify_plan(const Plan& plan, size_t max_listed = 50);
+
+}  // namespace reshard
