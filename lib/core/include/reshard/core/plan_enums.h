@@ -1,0 +1,16 @@
+// Parsing the enum names of plan.h ("bulk", "two-phase", "vllm", ...): the inverse of to_string().
+// Each throws Error(Config) naming the value seen and the accepted names.
+#pragma once
+#include <string>
+
+#include "reshard/core/plan.h"
+
+namespace reshard {
+
+Path parse_path(const std::string& s);              // "bulk" | "misc"
+Fanout parse_fanout(const std::string& s);          // "direct" | "two-phase"
+BulkMode parse_bulk_mode(const std::string& s);     // "ffn" | "all"
+GenLayout parse_gen_layout(const std::string& s);   // "hf" | "vllm"
+FanoutMode parse_fanout_mode(const std::string& s);  // "auto" | "direct" | "two-phase"
+
+}  // namespace reshard

@@ -1,0 +1,236 @@
+// The planner. Steps: validate inputs -> group experts -> assign stages and rules -> layouts ->
+// bulk transfers (source striping, fan-out) -> misc buckets -> communicator groups.
+#include "reshard/core/planner.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+
+#include "reshard/core/grouping.h"
+#include "reshard/core/hash.h"
+#include "reshard/core/rules.h"
+#include "reshard/core/stages.h"
+#include "planner_bulk.h"
+
+namespace reshard {
+namespace {
+
+std::string model_digest(const ModelMeta& m) {
+  Hasher h;
+  for (const TensorMeta& t : m.tensors) {
+    h.add(t.name).add(dtype_name(t.dtype));
+    for (int d = 0; d < t.shape.n; ++d) h.add(t.shape[d]);
+  }
+  return h.hex();
+}
+
+void hash_parallelism(Hasher& h, const Parallelism& p) {
+  for (int v : {p.num_gpus, p.tp, p.pp, p.ep, p.etp, p.cp, p.dp}) h.add(v);
+}
+
+std::string fingerprint(const Plan& plan) {
+  Hasher h;
+  h.add(kPlanFormat).add(kPlanVersion).add(plan.model_digest);
+  hash_parallelism(h, plan.system.train);
+  hash_parallelism(h, plan.system.gen);
+  const PlanOptions& o = plan.options;
+  h.add(to_string(o.bulk)).add(to_string(o.gen_layout)).add(to_string(o.fanout)).add(o.bucket_bytes);
+  for (const auto& e : o.exclude) h.add(e);
+  h.add("mtp");
+  for (int l : o.mtp_layers) h.add(l);
+  h.add(o.first_stage_layers).add(o.last_stage_layers).add("map");
+  for (int s : o.layer_to_stage) h.add(s);
+  h.add(o.rules_json);
+  return h.hex();
+}
+
+// The train non-expert mesh (tp, dp, pp), the train expert mesh (etp, ep, edp, pp) and the gen
+// mesh (tp, dp) or, with gen PP, (tp, pp, dp) in vLLM's order.
+struct Meshes {
+  Mesh train, train_expert, gen;
+};
+
+Meshes build_meshes(const SystemConfig& s) {
+  const Parallelism& t = s.train;
+  const Parallelism& g = s.gen;
+  Meshes m;
+  m.train = make_mesh({{"tp", t.tp}, {"dp", t.num_gpus / (t.tp * t.pp)}, {"pp", t.pp}}, 0);
+  m.train_expert = make_mesh({{"etp", t.etp}, {"ep", t.ep}, {"edp", t.edp()}, {"pp", t.pp}}, 0);
+  const int gen_dp = g.num_gpus / (g.tp * g.pp);
+  if (g.pp > 1)
+    m.gen = make_mesh({{"tp", g.tp}, {"pp", g.pp}, {"dp", gen_dp}}, t.num_gpus);
+  else
+    m.gen = make_mesh({{"tp", g.tp}, {"dp", gen_dp}}, t.num_gpus);
+  return m;
+}
+
+Layout make_layout(const Mesh& mesh, const std::map<std::string, Placement>& by_dim) {
+  Layout l{mesh, {}};
+  for (const std::string& d : mesh.dim_names) {
+    auto it = by_dim.find(d);
+    l.placements.push_back(it == by_dim.end() ? Placement{} : it->second);
+  }
+  return l;
+}
+
+struct Classified {
+  LogicalParam param;
+  ParamRule rule;
+  int train_stage = 0, gen_stage = 0;
+  bool dropped_mtp = false;
+};
+
+}  // namespace
+
+Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions& options) {
+  Problems problems;
+  validate_system(system, problems);
+  if (options.bucket_bytes <= 0) problems.add("bucket_bytes must be > 0, got " + std::to_string(options.bucket_bytes));
+
+  std::vector<std::regex> excludes;
+  for (const std::string& e : options.exclude) {
+    try {
+      excludes.emplace_back(e, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& err) {
+      problems.add("--exclude: bad regex '" + e + "': " + err.what());
+    }
+  }
+  std::vector<CustomRule> custom;
+  if (!options.rules_json.empty()) custom = parse_rules(options.rules_json, "--rules", problems);
+
+  std::vector<TensorMeta> kept;
+  kept.reserve(model.tensors.size());
+  for (const TensorMeta& t : model.tensors) {
+    bool drop = false;
+    for (const auto& re : excludes) drop = drop || std::regex_search(t.name, re);
+    if (!drop) kept.push_back(t);
+  }
+  if (kept.empty()) problems.add("no parameters left after --exclude");
+  std::vector<LogicalParam> logical = group_params(kept, problems);
+
+  // Decoder layers: every layers.N that is not an MTP layer.
+  const std::vector<int>& mtp = options.mtp_layers;
+  auto is_mtp_layer = [&](int l) { return std::find(mtp.begin(), mtp.end(), l) != mtp.end(); };
+  int max_layer = -1;
+  for (const LogicalParam& p : logical) {
+    const int l = layer_index(p.name);
+    if (l >= 0 && !is_mtp_layer(l)) max_layer = std::max(max_layer, l);
+  }
+  const int layers = max_layer + 1;
+  const Parallelism& tp = system.train;
+  const Parallelism& gp = system.gen;
+  std::vector<int> train_stage_of, gen_stage_of;
+  if (!options.layer_to_stage.empty()) {
+    train_stage_of = options.layer_to_stage;
+    if (static_cast<int>(train_stage_of.size()) != layers)
+      problems.add("--layer-map covers " + std::to_string(train_stage_of.size()) + " layers, the model has " +
+                   std::to_string(layers) + " decoder layers");
+    for (size_t l = 0; l < train_stage_of.size(); ++l)
+      if (train_stage_of[l] < 0 || train_stage_of[l] >= std::max(tp.pp, 1))
+        problems.add("--layer-map: layer " + std::to_string(l) + " -> stage " + std::to_string(train_stage_of[l]) +
+                     " is outside pp=" + std::to_string(tp.pp));
+  } else if (tp.pp > 0) {
+    train_stage_of = megatron_layer_stages(layers, tp.pp, options.first_stage_layers, options.last_stage_layers, problems);
+  }
+  if (gp.pp > 1 && layers < gp.pp)
+    problems.add("gen: pp=" + std::to_string(gp.pp) + " exceeds the " + std::to_string(layers) + " decoder layers");
+  if (gp.pp > 0) gen_stage_of = vllm_layer_stages(layers, gp.pp);
+
+  // Classify and check the expert counts against EP.
+  std::vector<Classified> params;
+  params.reserve(logical.size());
+  for (LogicalParam& p : logical) {
+    Classified c;
+    const int l = layer_index(p.name);
+    const bool mtp_param = p.name.rfind("mtp.", 0) == 0 || (l >= 0 && is_mtp_layer(l));
+    c.rule = classify_param(p.name, p.shape.n, p.grouped_expert, options.bulk, options.gen_layout, custom);
+    if (mtp_param) c.rule = ParamRule{Path::Misc, "mtp"};
+    if (p.grouped_expert && c.rule.path == Path::Bulk) {
+      const int64_t e = p.shape[0];
+      if (tp.ep > 0 && e % tp.ep != 0)
+        problems.add(p.name + ": " + std::to_string(e) + " experts are not divisible by train ep=" + std::to_string(tp.ep));
+      if (gp.ep > 1 && e % gp.ep != 0)
+        problems.add(p.name + ": " + std::to_string(e) + " experts are not divisible by gen ep=" + std::to_string(gp.ep));
+    }
+    for (int d : {c.rule.train_tp_dim, c.rule.gen_tp_dim})
+      if (d >= p.shape.n) problems.add(p.name + ": shard dim " + std::to_string(d) + " is outside its shape " + p.shape.str());
+    const int last_train = std::max(tp.pp, 1) - 1, last_gen = std::max(gp.pp, 1) - 1;
+    if (l >= 0 && !mtp_param) {
+      c.train_stage = l < static_cast<int>(train_stage_of.size()) ? train_stage_of[l] : 0;
+      c.gen_stage = l < static_cast<int>(gen_stage_of.size()) ? gen_stage_of[l] : 0;
+    } else if (mtp_param || p.name.find("embed") == std::string::npos) {
+      // Final norm, lm_head and MTP live on the last stage (Megatron); embeddings on the first.
+      c.train_stage = last_train;
+      c.gen_stage = last_gen;
+    }
+    c.param = std::move(p);
+    params.push_back(std::move(c));
+  }
+  problems.throw_if_any("invalid reshard configuration:");
+
+  Plan plan;
+  plan.generator = std::string("reshard ") + RESHARD_VERSION;
+  plan.model_name = model.name;
+  plan.model_digest = model_digest(model);
+  plan.model_tensors = static_cast<int64_t>(model.tensors.size());
+  plan.system = system;
+  plan.options = options;
+  plan.fingerprint = fingerprint(plan);
+
+  const Meshes meshes = build_meshes(system);
+  // Groups: 0 = misc (everyone), then one bulk group per train stage.
+  {
+    CommGroup misc{"misc", -1, {}};
+    for (int r = 0; r < plan.world(); ++r) misc.ranks.push_back(r);
+    plan.groups.push_back(std::move(misc));
+    for (int s = 0; s < tp.pp; ++s) {
+      CommGroup g{"bulk", s, {}};
+      Mesh stage = meshes.train.slice("pp", s);
+      g.ranks = stage.ranks;
+      std::sort(g.ranks.begin(), g.ranks.end());
+      for (int r = tp.num_gpus; r < plan.world(); ++r) g.ranks.push_back(r);
+      plan.groups.push_back(std::move(g));
+    }
+  }
+
+  // Layouts and storage names.
+  for (Classified& c : params) {
+    ParamPlan pp;
+    pp.name = c.param.name;
+    pp.members = c.param.members;
+    pp.rule = c.rule.rule;
+    pp.dtype = c.param.dtype;
+    pp.shape = c.param.shape;
+    pp.path = c.rule.path;
+    pp.pp_stage = c.train_stage;
+    pp.gen_pp_stage = c.gen_stage;
+    if (pp.path == Path::Bulk) {
+      const bool expert = c.rule.expert;
+      const Mesh src_mesh = (expert ? meshes.train_expert : meshes.train).slice("pp", c.train_stage);
+      const Mesh dst_mesh = meshes.gen.slice("pp", c.gen_stage);
+      std::map<std::string, Placement> src_p, dst_p;
+      if (expert) {
+        src_p["ep"] = Placement{0};
+        if (c.rule.train_tp_dim >= 0) src_p["etp"] = Placement{c.rule.train_tp_dim};
+        dst_p["tp"] = gp.ep > 1 ? Placement{0} : Placement{c.rule.gen_tp_dim};
+      } else {
+        if (c.rule.train_tp_dim >= 0) src_p["tp"] = Placement{c.rule.train_tp_dim};
+        if (c.rule.gen_tp_dim >= 0) dst_p["tp"] = Placement{c.rule.gen_tp_dim};
+      }
+      pp.src = make_layout(src_mesh, src_p);
+      pp.dst = make_layout(dst_mesh, dst_p);
+      pp.uneven = pp.src.uneven(pp.shape) || pp.dst.uneven(pp.shape);
+      pp.group = 1 + c.train_stage;
+      pp.dst_storage = c.rule.fused_storage.empty() ? pp.name : c.rule.fused_storage;
+      pp.dst_fuse_dim = c.rule.fused_storage.empty() ? -1 : c.rule.fuse_dim;
+      pp.dst_fuse_index = c.rule.fuse_rank;
+    }
+    plan.params.push_back(std::move(pp));
+  }
+  finalize_fused_storages(plan);
+  plan_bulk_transfers(plan);
+  plan_misc_buckets(plan, meshes.train);
+  return plan;
+}
+
+}  // namespace reshard

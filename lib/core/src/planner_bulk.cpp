@@ -1,0 +1,224 @@
+// Bulk transfers: for each param, intersect the distinct dst boxes with the distinct src boxes,
+// stripe each piece across the ranks that hold it (least-loaded first), and deliver it to every
+// replica of the dst box directly or in two phases (one replica receives, then broadcasts).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "planner_bulk.h"
+
+namespace reshard {
+namespace {
+
+// Cost model constants for --fanout auto: per-message latency and per-rank bandwidth. Only their
+// ratio matters to the choice; see docs/design.md.
+constexpr double kAlphaSeconds = 15e-6;
+constexpr double kBetaBytesPerSecond = 25e9;
+// Pieces are not striped below this size: more messages would cost more than the balance gains.
+constexpr int64_t kMinStripeBytes = 256 << 10;
+
+struct DistinctBox {
+  Box box;
+  std::vector<int> ranks;  // global ranks holding exactly this box, in mesh order
+  std::vector<int> flats;  // their flat mesh indices
+};
+
+std::vector<DistinctBox> distinct_boxes(const Layout& layout, const Dims& shape) {
+  std::vector<DistinctBox> out;
+  std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t> index;
+  for (int f = 0; f < layout.mesh.size(); ++f) {
+    Box b = layout.local_box(shape, f);
+    auto key = std::make_pair(b.offset.to_vector(), b.extent.to_vector());
+    auto [it, fresh] = index.try_emplace(key, out.size());
+    if (fresh) out.push_back(DistinctBox{b, {}, {}});
+    out[it->second].ranks.push_back(layout.mesh.ranks[f]);
+    out[it->second].flats.push_back(f);
+  }
+  return out;
+}
+
+// Splits `b` into up to `parts` stripes along the first dim long enough (or the longest dim).
+std::vector<Box> stripes(const Box& b, int64_t parts) {
+  if (parts <= 1) return {b};
+  int dim = -1;
+  for (int d = 0; d < b.extent.n && dim < 0; ++d)
+    if (b.extent[d] >= parts) dim = d;
+  if (dim < 0) {
+    dim = static_cast<int>(std::max_element(b.extent.v.begin(), b.extent.v.begin() + b.extent.n) - b.extent.v.begin());
+    parts = b.extent[dim];
+  }
+  std::vector<Box> out;
+  for (int64_t i = 0; i < parts; ++i) {
+    Range r = chunk_range(b.extent[dim], parts, i);
+    if (r.size() == 0) continue;
+    Box s = b;
+    s.offset[dim] += r.begin;
+    s.extent[dim] = r.size();
+    out.push_back(s);
+  }
+  return out;
+}
+
+struct Piece {
+  Box box;
+  size_t src;  // index into the distinct src boxes
+};
+
+class BulkPlanner {
+ public:
+  explicit BulkPlanner(Plan& plan) : plan_(plan), send_load_(plan.world(), 0), origins_(fused_origins(plan)) {}
+
+  void run() {
+    for (uint32_t p = 0; p < plan_.params.size(); ++p)
+      if (plan_.params[p].path == Path::Bulk) plan_param(p);
+  }
+
+ private:
+  void plan_param(uint32_t p) {
+    ParamPlan& param = plan_.params[p];
+    const int64_t esize = dtype_size(param.dtype);
+    const std::vector<DistinctBox> src = distinct_boxes(param.src, param.shape);
+    const std::vector<DistinctBox> dst = distinct_boxes(param.dst, param.shape);
+
+    // Pieces per distinct dst box, and how many deliveries each src box serves.
+    std::vector<std::vector<Piece>> pieces(dst.size());
+    size_t max_replicas = 1, piece_pairs = 0;
+    for (size_t d = 0; d < dst.size(); ++d) {
+      max_replicas = std::max(max_replicas, dst[d].ranks.size());
+      if (dst[d].box.empty()) continue;
+      for (size_t s = 0; s < src.size(); ++s)
+        if (auto inter = intersect(dst[d].box, src[s].box)) pieces[d].push_back({*inter, s});
+      piece_pairs += pieces[d].size();
+    }
+    param.fanout = choose_fanout(param, max_replicas, piece_pairs, src.size(), dst.size());
+    const bool two_phase = param.fanout == Fanout::TwoPhase;
+
+    std::vector<int64_t> deliveries(src.size(), 0);
+    for (size_t d = 0; d < dst.size(); ++d)
+      for (const Piece& pc : pieces[d]) deliveries[pc.src] += two_phase ? 1 : static_cast<int64_t>(dst[d].ranks.size());
+
+    param.transfer_begin = plan_.transfers.size();
+    param.fanout_begin = plan_.fanouts.size();
+    for (size_t d = 0; d < dst.size(); ++d) {
+      const DistinctBox& D = dst[d];
+      if (!two_phase || D.ranks.size() == 1) {
+        for (size_t r = 0; r < D.ranks.size(); ++r)
+          for (const Piece& pc : pieces[d]) deliver(p, pc, src[pc.src], deliveries[pc.src], D, r, esize);
+        continue;
+      }
+      // Two phases: enough pieces for every replica, each piece to the least-loaded replica.
+      std::vector<Piece> work = pieces[d];
+      if (!work.empty() && work.size() < D.ranks.size()) {
+        const int64_t split = (static_cast<int64_t>(D.ranks.size()) + work.size() - 1) / work.size();
+        std::vector<Piece> finer;
+        for (const Piece& pc : work)
+          for (const Box& b : stripes(pc.box, split)) finer.push_back({b, pc.src});
+        work = std::move(finer);
+      }
+      std::vector<int64_t> received(D.ranks.size(), 0);
+      const int group = fanout_group(D.ranks);
+      for (const Piece& pc : work) {
+        const size_t r = std::min_element(received.begin(), received.end()) - received.begin();
+        received[r] += pc.box.elements();
+        deliver(p, pc, src[pc.src], deliveries[pc.src], D, r, esize);
+        FanoutOp op;
+        op.param = p;
+        op.root = D.ranks[r];
+        op.group = group;
+        op.box = pc.box;
+        op.dst_local = dst_local(p, pc.box, D, D.flats[r]);
+        plan_.fanouts.push_back(op);
+      }
+    }
+    param.transfer_count = plan_.transfers.size() - param.transfer_begin;
+    param.fanout_count = plan_.fanouts.size() - param.fanout_begin;
+  }
+
+  // Sends `pc` to replica `r` of `D`, striped over the ranks holding it so that the busiest
+  // sender stays as idle as possible.
+  void deliver(uint32_t p, const Piece& pc, const DistinctBox& S, int64_t deliveries_of_src, const DistinctBox& D,
+               size_t r, int64_t esize) {
+    const int64_t holders = static_cast<int64_t>(S.ranks.size());
+    int64_t parts = (holders + deliveries_of_src - 1) / std::max<int64_t>(deliveries_of_src, 1);
+    parts = std::max<int64_t>(1, std::min(parts, pc.box.elements() * esize / kMinStripeBytes));
+    for (const Box& b : stripes(pc.box, parts)) {
+      size_t best = 0;
+      for (size_t h = 1; h < S.ranks.size(); ++h)
+        if (send_load_[S.ranks[h]] < send_load_[S.ranks[best]]) best = h;
+      send_load_[S.ranks[best]] += b.elements() * esize;
+      Transfer t;
+      t.param = p;
+      t.src = S.ranks[best];
+      t.dst = D.ranks[r];
+      t.box = b;
+      t.src_local = relative(b, S.box.offset);
+      t.dst_local = dst_local(p, b, D, D.flats[r]);
+      plan_.transfers.push_back(t);
+    }
+  }
+
+  Dims dst_local(uint32_t p, const Box& b, const DistinctBox& D, int flat) const {
+    Dims local = relative(b, D.box.offset);
+    const ParamPlan& param = plan_.params[p];
+    if (param.dst_fuse_dim >= 0 && !origins_[p].empty()) local[param.dst_fuse_dim] += origins_[p][flat];
+    return local;
+  }
+
+  Fanout choose_fanout(const ParamPlan& param, size_t k, size_t piece_pairs, size_t n_src_boxes, size_t n_dst_boxes) const {
+    if (k <= 1) return Fanout::Direct;
+    if (plan_.options.fanout == FanoutMode::Direct) return Fanout::Direct;
+    if (plan_.options.fanout == FanoutMode::TwoPhase) return Fanout::TwoPhase;
+    // α-β estimate of the busiest rank for this param alone.
+    const double U = static_cast<double>(param.bytes());
+    const double n_src = param.src.mesh.size(), n_dst = param.dst.mesh.size();
+    const double msgs = static_cast<double>(piece_pairs) / std::max<double>(1, std::min(n_src_boxes, n_dst_boxes));
+    const double direct = std::max(U * k / n_src, U * k / n_dst) / kBetaBytesPerSecond + kAlphaSeconds * msgs * k;
+    const double two_phase = (std::max(U / n_src, U / n_dst) + U * (k - 1) / n_dst) / kBetaBytesPerSecond +
+                             kAlphaSeconds * (msgs + std::max<double>(msgs, k));
+    return two_phase < direct ? Fanout::TwoPhase : Fanout::Direct;
+  }
+
+  int fanout_group(const std::vector<int>& ranks) {
+    std::vector<int> sorted = ranks;
+    std::sort(sorted.begin(), sorted.end());
+    auto [it, fresh] = fanout_groups_.try_emplace(sorted, static_cast<int>(plan_.groups.size()));
+    if (fresh) plan_.groups.push_back(CommGroup{"fanout", -1, sorted});
+    return it->second;
+  }
+
+  Plan& plan_;
+  std::vector<int64_t> send_load_;
+  std::vector<std::vector<int64_t>> origins_;
+  std::map<std::vector<int>, int> fanout_groups_;
+};
+
+}  // namespace
+
+void plan_bulk_transfers(Plan& plan) { BulkPlanner(plan).run(); }
+
+void plan_misc_buckets(Plan& plan, const Mesh& train_mesh) {
+  std::map<int, std::vector<int>> stage_ranks;
+  std::map<int, int> stage_buckets;
+  MiscBucket* open = nullptr;
+  for (uint32_t i = 0; i < plan.params.size(); ++i) {
+    ParamPlan& p = plan.params[i];
+    if (p.path != Path::Misc) continue;
+    const int64_t bytes = p.bytes();
+    if (open == nullptr || open->pp_stage != p.pp_stage || (open->bytes > 0 && open->bytes + bytes > plan.options.bucket_bytes)) {
+      auto [it, fresh] = stage_ranks.try_emplace(p.pp_stage);
+      if (fresh) {
+        it->second = train_mesh.slice("pp", p.pp_stage).ranks;
+        std::sort(it->second.begin(), it->second.end());
+      }
+      const int n = stage_buckets[p.pp_stage]++;
+      plan.buckets.push_back(MiscBucket{it->second[n % it->second.size()], 0, p.pp_stage, 0, {}});
+      open = &plan.buckets.back();
+    }
+    p.bucket = static_cast<int>(plan.buckets.size() - 1);
+    p.bucket_offset = open->bytes;
+    open->bytes += bytes;
+    open->params.push_back(i);
+  }
+}
+
+}  // namespace reshard

@@ -1,0 +1,173 @@
+#include "reshard/core/rules.h"
+
+#include <nlohmann/json.hpp>
+
+namespace reshard {
+namespace {
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+// "a.b.gate_proj.weight" with suffix "gate_proj.weight" -> "a.b."
+std::string stem(const std::string& s, std::string_view suffix) { return s.substr(0, s.size() - suffix.size()); }
+
+int shard_dim_from_json(const nlohmann::json& v, const std::string& where, Problems& problems) {
+  if (v.is_null()) return -1;
+  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= kMaxDims) {
+    problems.add(where + ": expected null or an integer in [0, " + std::to_string(kMaxDims) + "), got " + v.dump());
+    return -1;
+  }
+  return v.get<int>();
+}
+
+}  // namespace
+
+int layer_index(const std::string& name) {
+  size_t pos = 0;
+  while ((pos = name.find("layers.", pos)) != std::string::npos) {
+    if (pos == 0 || name[pos - 1] == '.') {
+      size_t i = pos + 7, j = i;
+      while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) ++j;
+      if (j > i && j - i < 9 && (j == name.size() || name[j] == '.')) return std::stoi(name.substr(i, j - i));
+    }
+    pos += 7;
+  }
+  return -1;
+}
+
+std::vector<CustomRule> parse_rules(const std::string& json_text, const std::string& origin, Problems& problems) {
+  std::vector<CustomRule> out;
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    problems.add(origin + ": malformed JSON at byte " + std::to_string(e.byte));
+    return out;
+  }
+  const nlohmann::json* list = &doc;
+  if (doc.is_object() && doc.contains("rules")) list = &doc["rules"];
+  if (!list->is_array()) {
+    problems.add(origin + ": expected a list of rules or {\"rules\": [...]}");
+    return out;
+  }
+  for (size_t i = 0; i < list->size(); ++i) {
+    const auto& r = (*list)[i];
+    const std::string where = origin + ": rules[" + std::to_string(i) + "]";
+    if (!r.is_object() || !r.contains("match") || !r["match"].is_string()) {
+      problems.add(where + ": needs a string \"match\" regex");
+      continue;
+    }
+    CustomRule c;
+    c.pattern = r["match"].get<std::string>();
+    try {
+      c.re = std::regex(c.pattern, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      problems.add(where + ": bad regex '" + c.pattern + "': " + e.what());
+      continue;
+    }
+    const std::string path = r.value("path", std::string("bulk"));
+    if (path == "bulk") c.path = Path::Bulk;
+    else if (path == "misc") c.path = Path::Misc;
+    else problems.add(where + ": path must be \"bulk\" or \"misc\", got '" + path + "'");
+    if (r.contains("train_shard_dim")) c.train_shard_dim = shard_dim_from_json(r["train_shard_dim"], where + ".train_shard_dim", problems);
+    if (r.contains("gen_shard_dim")) c.gen_shard_dim = shard_dim_from_json(r["gen_shard_dim"], where + ".gen_shard_dim", problems);
+    if (r.contains("expert")) {
+      if (!r["expert"].is_boolean()) problems.add(where + ".expert: expected true or false");
+      else c.expert = r["expert"].get<bool>();
+    }
+    for (const auto& [key, value] : r.items())
+      if (key != "match" && key != "path" && key != "train_shard_dim" && key != "gen_shard_dim" && key != "expert")
+        problems.add(where + ": unknown key '" + key + "'");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert, BulkMode bulk,
+                         GenLayout layout, const std::vector<CustomRule>& custom) {
+  ParamRule r;
+  for (const CustomRule& c : custom) {
+    if (!std::regex_search(name, c.re)) continue;
+    r.path = c.path;
+    r.rule = "custom:" + c.pattern;
+    r.expert = c.expert;
+    r.train_tp_dim = c.train_shard_dim < ndim ? c.train_shard_dim : -1;
+    r.gen_tp_dim = c.gen_shard_dim < ndim ? c.gen_shard_dim : -1;
+    return r;
+  }
+  const bool vllm = layout == GenLayout::Vllm;
+  const bool shared = contains(name, "shared_expert");
+  const bool mtp = name.rfind("mtp.", 0) == 0;
+
+  // FFN projections: the seed's bulk rule.
+  static constexpr std::string_view kGate = "gate_proj.weight", kUp = "up_proj.weight", kDown = "down_proj.weight";
+  const bool is_gate = ends_with(name, kGate), is_up = ends_with(name, kUp) && !ends_with(name, "gate_up_proj.weight");
+  const bool is_down = ends_with(name, kDown);
+  if ((is_gate || is_up || is_down) && !mtp) {
+    const bool ffn_bulk = !shared;
+    if (!ffn_bulk && bulk == BulkMode::Ffn) {
+      r.rule = "shared_expert";
+      return r;
+    }
+    r.path = Path::Bulk;
+    r.expert = grouped_expert;
+    r.rule = grouped_expert ? "expert" : (shared ? "shared_expert" : "ffn");
+    const int base = grouped_expert ? 1 : 0;  // experts: dim 0 is the expert dim
+    r.train_tp_dim = r.gen_tp_dim = is_down ? base + 1 : base;
+    if (vllm) {
+      if (is_down) {
+        if (grouped_expert) r.fused_storage = stem(name, "down_proj.weight") + "w2_weight";
+      } else {
+        const std::string s = stem(name, is_gate ? kGate : kUp);
+        r.fused_storage = grouped_expert ? s + "w13_weight" : s + "gate_up_proj.weight";
+        r.fuse_dim = base;
+        r.fuse_rank = is_gate ? 0 : 1;
+      }
+    }
+    if (ndim == 1) r.train_tp_dim = r.gen_tp_dim = -1;
+    return r;
+  }
+  if (bulk == BulkMode::Ffn || mtp) {
+    r.rule = mtp ? "mtp" : "misc";
+    return r;
+  }
+
+  // --bulk all: every tensor with a known box layout on both sides.
+  if (contains(name, "scale_inv") || ends_with(name, "_scale") || contains(name, ".scale")) {
+    r.rule = "fp8_scale";
+    return r;
+  }
+  auto bulk_rule = [&](const char* rule, int dim) {
+    r.path = Path::Bulk;
+    r.rule = rule;
+    r.train_tp_dim = r.gen_tp_dim = ndim >= 2 ? dim : -1;  // 1-D tensors replicated
+    return r;
+  };
+  for (const char* qkv : {"q_proj.", "k_proj.", "v_proj."}) {
+    const std::string part = std::string("self_attn.") + qkv;
+    const size_t at = name.find(part);
+    if (at == std::string::npos) continue;
+    bulk_rule("attn_qkv", 0);
+    if (vllm) {
+      const std::string suffix = name.substr(at + part.size());  // "weight" or "bias"
+      r.fused_storage = name.substr(0, at) + "self_attn.qkv_proj." + suffix;
+      r.fuse_dim = 0;
+      r.fuse_rank = qkv[0] == 'q' ? 0 : qkv[0] == 'k' ? 1 : 2;
+    }
+    return r;
+  }
+  if (contains(name, "q_b_proj.") || contains(name, "kv_b_proj.")) return bulk_rule("attn_up", 0);
+  if (contains(name, "o_proj.")) return bulk_rule("attn_out", 1);
+  if (contains(name, "q_a_proj.") || contains(name, "kv_a_proj_with_mqa.")) return bulk_rule("attn_down", -1);
+  if (contains(name, "embed_tokens.") || contains(name, "embeddings.") || name.rfind("lm_head.", 0) == 0)
+    return bulk_rule("vocab", 0);
+  if (contains(name, "norm")) return bulk_rule("norm", -1);
+  if (contains(name, "mlp.gate.") || contains(name, "mixer.gate.") || contains(name, "router"))
+    return bulk_rule("router", -1);
+  r.rule = "unknown";
+  return r;
+}
+
+}  // namespace reshard

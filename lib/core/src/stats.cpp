@@ -1,0 +1,82 @@
+#include "reshard/core/stats.h"
+
+#include <algorithm>
+#include <map>
+
+namespace reshard {
+
+PlanStats compute_stats(const Plan& plan) {
+  PlanStats s;
+  s.ranks.resize(plan.world());
+  for (int r = 0; r < plan.world(); ++r) s.ranks[r].rank = r;
+
+  for (const ParamPlan& p : plan.params) {
+    const int64_t bytes = p.bytes();
+    s.total_bytes += bytes;
+    if (p.path == Path::Misc) {
+      s.misc_bytes += bytes;
+      ++s.misc_params;
+      continue;
+    }
+    s.bulk_bytes += bytes;
+    ++s.bulk_params;
+    s.uneven_params += p.uneven;
+    const int64_t esize = dtype_size(p.dtype);
+    // Lower bound, gen side: everything a gen rank holds must arrive (the groups are disjoint).
+    for (int f = 0; f < p.dst.mesh.size(); ++f)
+      s.ranks[p.dst.mesh.ranks[f]].lower_bound_bytes += p.dst.local_box(p.shape, f).elements() * esize;
+    // Train side: each distinct src box leaves at least once, shared evenly by its holders.
+    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, std::vector<int>> holders;
+    for (int f = 0; f < p.src.mesh.size(); ++f) {
+      const Box b = p.src.local_box(p.shape, f);
+      holders[{b.offset.to_vector(), b.extent.to_vector()}].push_back(p.src.mesh.ranks[f]);
+    }
+    for (const auto& [key, ranks] : holders) {
+      int64_t n = esize;
+      for (int64_t e : key.second) n *= e;
+      for (int r : ranks) s.ranks[r].lower_bound_bytes += n / static_cast<int64_t>(ranks.size());
+    }
+  }
+  for (const Transfer& t : plan.transfers) {
+    const int64_t b = t.box.elements() * dtype_size(plan.params[t.param].dtype);
+    s.ranks[t.src].bulk_send_bytes += b;
+    s.ranks[t.src].bulk_send_msgs += 1;
+    s.ranks[t.dst].bulk_recv_bytes += b;
+    s.ranks[t.dst].bulk_recv_msgs += 1;
+  }
+  // A fan-out broadcast: the root sends the box once (pipelined), every other replica receives it.
+  for (const FanoutOp& f : plan.fanouts) {
+    const int64_t b = f.box.elements() * dtype_size(plan.params[f.param].dtype);
+    const std::vector<int>& members = plan.groups[f.group].ranks;
+    s.ranks[f.root].bulk_send_bytes += b;
+    s.ranks[f.root].bulk_send_msgs += static_cast<int64_t>(members.size()) - 1;
+    for (int r : members) {
+      if (r == f.root) continue;
+      s.ranks[r].bulk_recv_bytes += b;
+      s.ranks[r].bulk_recv_msgs += 1;
+    }
+  }
+  for (const MiscBucket& b : plan.buckets) {
+    for (int r : plan.groups[b.group].ranks) {
+      s.ranks[r].misc_msgs += 1;
+      if (r == b.root) s.ranks[r].misc_send_bytes += b.bytes;
+      else s.ranks[r].misc_recv_bytes += b.bytes;
+    }
+  }
+  s.transfers = static_cast<int64_t>(plan.transfers.size());
+  s.fanout_ops = static_cast<int64_t>(plan.fanouts.size());
+  s.buckets = static_cast<int64_t>(plan.buckets.size());
+  s.bulk_fraction = s.total_bytes > 0 ? static_cast<double>(s.bulk_bytes) / static_cast<double>(s.total_bytes) : 0;
+  for (const RankStats& r : s.ranks) {
+    s.lower_bound_bytes = std::max(s.lower_bound_bytes, r.lower_bound_bytes);
+    const int64_t load = std::max(r.bulk_send_bytes, r.bulk_recv_bytes);
+    if (load > s.busiest_bytes) {
+      s.busiest_bytes = load;
+      s.busiest_rank = r.rank;
+    }
+  }
+  s.efficiency = s.busiest_bytes > 0 ? static_cast<double>(s.lower_bound_bytes) / static_cast<double>(s.busiest_bytes) : 1.0;
+  return s;
+}
+
+}  // namespace reshard

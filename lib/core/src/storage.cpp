@@ -1,0 +1,56 @@
+#include "reshard/core/storage.h"
+
+#include <map>
+
+#include "planner_bulk.h"
+
+namespace reshard {
+
+std::vector<LocalStorage> src_storages(const Plan& plan, int rank) {
+  std::vector<LocalStorage> out;
+  for (uint32_t i = 0; i < plan.params.size(); ++i) {
+    const ParamPlan& p = plan.params[i];
+    if (p.path != Path::Bulk) continue;
+    const int f = p.src.mesh.flat_index_of_rank(rank);
+    if (f < 0) continue;
+    const Box b = p.src.local_box(p.shape, f);
+    out.push_back(LocalStorage{p.name, p.dtype, b.extent, {StorageMember{i, b, Dims::zeros(p.shape.n)}}});
+  }
+  for (const MiscBucket& bucket : plan.buckets) {
+    if (bucket.root != rank) continue;
+    for (uint32_t i : bucket.params) {
+      const ParamPlan& p = plan.params[i];
+      out.push_back(LocalStorage{p.name, p.dtype, p.shape, {StorageMember{i, full_box(p.shape), Dims::zeros(p.shape.n)}}});
+    }
+  }
+  return out;
+}
+
+std::vector<LocalStorage> dst_storages(const Plan& plan, int rank) {
+  std::vector<LocalStorage> out;
+  if (!plan.is_gen(rank)) return out;
+  const std::vector<std::vector<int64_t>> origins = fused_origins(plan);
+  std::map<std::string, size_t> index;  // storage name -> position in out
+  for (uint32_t i = 0; i < plan.params.size(); ++i) {
+    const ParamPlan& p = plan.params[i];
+    if (p.path != Path::Bulk) continue;
+    const int f = p.dst.mesh.flat_index_of_rank(rank);
+    if (f < 0) continue;
+    const Box b = p.dst.local_box(p.shape, f);
+    Dims offset = Dims::zeros(p.shape.n);
+    if (p.dst_fuse_dim >= 0 && !origins[i].empty()) offset[p.dst_fuse_dim] = origins[i][f];
+    auto [it, fresh] = index.try_emplace(p.dst_storage, out.size());
+    if (fresh) out.push_back(LocalStorage{p.dst_storage, p.dtype, Dims::zeros(p.shape.n), {}});
+    LocalStorage& s = out[it->second];
+    s.members.push_back(StorageMember{i, b, offset});
+    for (int d = 0; d < p.shape.n; ++d) s.shape[d] = std::max(s.shape[d], offset[d] + b.extent[d]);
+  }
+  for (uint32_t i = 0; i < plan.params.size(); ++i) {
+    const ParamPlan& p = plan.params[i];
+    if (p.path != Path::Misc) continue;
+    out.push_back(LocalStorage{p.name, p.dtype, p.shape, {StorageMember{i, full_box(p.shape), Dims::zeros(p.shape.n)}}});
+  }
+  return out;
+}
+
+}  // namespace reshard

@@ -1,0 +1,191 @@
+// Static verification of a plan against the golden semantics: what each gen rank must end up
+// holding is recomputed from the dst layout alone, then the plan's transfers must deliver exactly
+// that, once, from ranks that hold it under the src layout.
+#include "reshard/core/verify.h"
+
+#include <algorithm>
+#include <map>
+
+#include "planner_bulk.h"
+
+namespace reshard {
+namespace {
+
+class Verifier {
+ public:
+  Verifier(const Plan& plan, size_t max_listed) : plan_(plan), max_listed_(max_listed) {}
+
+  VerifyReport run() {
+    origins_ = fused_origins(plan_);
+    for (uint32_t p = 0; p < plan_.params.size(); ++p) {
+      const ParamPlan& param = plan_.params[p];
+      ++report_.params_checked;
+      if (param.path == Path::Bulk) check_bulk(p);
+    }
+    check_misc();
+    return std::move(report_);
+  }
+
+ private:
+  void problem(const std::string& s) {
+    ++report_.problem_count;
+    if (report_.problems.size() < max_listed_) report_.problems.push_back(s);
+  }
+
+  std::string where(const ParamPlan& p, int rank, const Box& box) const {
+    return "param " + p.name + ", rank " + std::to_string(rank) + ", box " + box.str();
+  }
+
+  void check_bulk(uint32_t p) {
+    const ParamPlan& param = plan_.params[p];
+    const Box whole = full_box(param.shape);
+    if (param.transfer_begin + param.transfer_count > plan_.transfers.size() ||
+        param.fanout_begin + param.fanout_count > plan_.fanouts.size()) {
+      problem("param " + param.name + ": transfer or fan-out range outside the plan");
+      return;
+    }
+    // Boxes each dst rank receives, in dst-local coordinates of the global tensor.
+    std::map<int, std::vector<Box>> received;
+    for (uint64_t i = param.transfer_begin; i < param.transfer_begin + param.transfer_count; ++i) {
+      const Transfer& t = plan_.transfers[i];
+      ++report_.transfers_checked;
+      if (t.param != p) problem(where(param, t.dst, t.box) + ": transfer " + std::to_string(i) + " belongs to another param");
+      if (t.box.offset.n != param.shape.n || t.box.extent.n != param.shape.n || t.box.empty() || !contains(whole, t.box)) {
+        problem(where(param, t.dst, t.box) + ": box is empty or outside the tensor " + param.shape.str());
+        continue;
+      }
+      const int sf = param.src.mesh.flat_index_of_rank(t.src);
+      if (sf < 0) {
+        problem(where(param, t.dst, t.box) + ": source rank " + std::to_string(t.src) + " is not in the source mesh");
+        continue;
+      }
+      const Box held = param.src.local_box(param.shape, sf);
+      if (!contains(held, t.box)) {
+        problem(where(param, t.dst, t.box) + ": source rank " + std::to_string(t.src) + " holds only " + held.str());
+        continue;
+      }
+      if (t.src_local != relative(t.box, held.offset))
+        problem(where(param, t.dst, t.box) + ": source local offset " + t.src_local.str() + " should be " +
+                relative(t.box, held.offset).str());
+      if (!check_dst(p, t.dst, t.box, t.dst_local)) continue;
+      received[t.dst].push_back(t.box);
+    }
+    for (uint64_t i = param.fanout_begin; i < param.fanout_begin + param.fanout_count; ++i) {
+      const FanoutOp& f = plan_.fanouts[i];
+      if (f.group < 0 || f.group >= static_cast<int>(plan_.groups.size())) {
+        problem(where(param, f.root, f.box) + ": fan-out group " + std::to_string(f.group) + " does not exist");
+        continue;
+      }
+      const std::vector<int>& members = plan_.groups[f.group].ranks;
+      if (std::find(members.begin(), members.end(), f.root) == members.end()) {
+        problem(where(param, f.root, f.box) + ": fan-out root is not in its group");
+        continue;
+      }
+      // The root must have received the whole box in phase one.
+      int64_t covered = 0;
+      for (const Box& b : received[f.root])
+        if (auto x = intersect(b, f.box)) covered += x->elements();
+      if (covered != f.box.elements())
+        problem(where(param, f.root, f.box) + ": fan-out root did not receive this box in phase one");
+      for (int r : members) {
+        if (r == f.root) continue;
+        if (check_dst(p, r, f.box, f.dst_local)) received[r].push_back(f.box);
+      }
+    }
+    // Every dst rank: exactly its box, exactly once.
+    for (int f = 0; f < param.dst.mesh.size(); ++f) {
+      const int rank = param.dst.mesh.ranks[f];
+      const Box need = param.dst.local_box(param.shape, f);
+      std::vector<Box>& got = received[rank];
+      int64_t total = 0;
+      for (const Box& b : got) total += b.elements();
+      report_.elements_checked += need.elements();
+      bool overlap = false;
+      for (size_t a = 0; a < got.size() && !overlap; ++a)
+        for (size_t b = a + 1; b < got.size() && !overlap; ++b)
+          if (intersect(got[a], got[b])) {
+            problem(where(param, rank, got[b]) + ": received twice (overlaps " + got[a].str() + ")");
+            overlap = true;
+          }
+      if (!overlap && total != need.elements())
+        problem(where(param, rank, need) + ": receives " + std::to_string(total) + " of its " +
+                std::to_string(need.elements()) + " elements");
+    }
+    for (auto& [rank, boxes] : received)
+      if (param.dst.mesh.flat_index_of_rank(rank) < 0 && !boxes.empty())
+        problem(where(param, rank, boxes[0]) + ": rank is not in the destination mesh");
+  }
+
+  // The box must lie in what `rank` holds under the dst layout, at the right local offset.
+  bool check_dst(uint32_t p, int rank, const Box& box, const Dims& dst_local) {
+    const ParamPlan& param = plan_.params[p];
+    const int df = param.dst.mesh.flat_index_of_rank(rank);
+    if (df < 0) {
+      problem(where(param, rank, box) + ": destination is not in the destination mesh");
+      return false;
+    }
+    const Box own = param.dst.local_box(param.shape, df);
+    if (!contains(own, box)) {
+      problem(where(param, rank, box) + ": destination holds only " + own.str());
+      return false;
+    }
+    Dims expect = relative(box, own.offset);
+    if (param.dst_fuse_dim >= 0 && !origins_[p].empty()) expect[param.dst_fuse_dim] += origins_[p][df];
+    if (dst_local != expect) {
+      problem(where(param, rank, box) + ": destination local offset " + dst_local.str() + " should be " + expect.str());
+      return false;
+    }
+    return true;
+  }
+
+  void check_misc() {
+    std::vector<int> seen(plan_.params.size(), 0);
+    for (size_t b = 0; b < plan_.buckets.size(); ++b) {
+      const MiscBucket& bucket = plan_.buckets[b];
+      const std::string name = "bucket " + std::to_string(b);
+      if (bucket.group < 0 || bucket.group >= static_cast<int>(plan_.groups.size())) {
+        problem(name + ": group " + std::to_string(bucket.group) + " does not exist");
+        continue;
+      }
+      const std::vector<int>& members = plan_.groups[bucket.group].ranks;
+      for (int r = plan_.train_world(); r < plan_.world(); ++r)
+        if (!std::binary_search(members.begin(), members.end(), r)) {
+          problem(name + ": gen rank " + std::to_string(r) + " is not in its group");
+          break;
+        }
+      if (bucket.root < 0 || bucket.root >= plan_.train_world()) problem(name + ": root " + std::to_string(bucket.root) + " is not a train rank");
+      int64_t offset = 0;
+      for (uint32_t i : bucket.params) {
+        if (i >= plan_.params.size()) {
+          problem(name + ": param index " + std::to_string(i) + " outside the plan");
+          continue;
+        }
+        const ParamPlan& p = plan_.params[i];
+        ++seen[i];
+        if (p.path != Path::Misc) problem(name + ": param " + p.name + " is not a misc param");
+        if (p.bucket != static_cast<int>(b) || p.bucket_offset != offset)
+          problem(name + ": param " + p.name + " should sit at offset " + std::to_string(offset) + ", plan says bucket " +
+                  std::to_string(p.bucket) + " offset " + std::to_string(p.bucket_offset));
+        if (p.pp_stage != bucket.pp_stage) problem(name + ": param " + p.name + " is from another stage");
+        offset += p.bytes();
+      }
+      if (offset != bucket.bytes) problem(name + ": holds " + std::to_string(offset) + " bytes, plan says " + std::to_string(bucket.bytes));
+    }
+    for (uint32_t i = 0; i < plan_.params.size(); ++i) {
+      const ParamPlan& p = plan_.params[i];
+      if (p.path == Path::Misc && seen[i] != 1)
+        problem("param " + p.name + ": in " + std::to_string(seen[i]) + " misc buckets, expected exactly 1");
+    }
+  }
+
+  const Plan& plan_;
+  size_t max_listed_;
+  std::vector<std::vector<int64_t>> origins_;
+  VerifyReport report_;
+};
+
+}  // namespace
+
+VerifyReport verify_plan(const Plan& plan, size_t max_listed) { return Verifier(plan, max_listed).run(); }
+
+}  // namespace reshard

@@ -1,0 +1,92 @@
+// Planner: meshes, placements, grouping, stages, and the seed-table bulk fractions on real models.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "reshard/core/grouping.h"
+#include "reshard/core/planner.h"
+#include "reshard/core/stages.h"
+#include "reshard/core/stats.h"
+#include "reshard/core/verify.h"
+
+namespace reshard {
+namespace {
+
+SystemConfig sys(int tg, Parallelism t, int gg, Parallelism g) {
+  t.num_gpus = tg;
+  g.num_gpus = gg;
+  return SystemConfig{t, g};
+}
+
+std::string shared_model(const std::string& file) {
+  return std::string(RESHARD_SHARED_MODELS) + "/" + file;
+}
+
+TEST(Mesh, OrderTpFastestThenDpThenPp) {
+  Mesh m = make_mesh({{"tp", 2}, {"dp", 2}, {"pp", 2}}, 0);
+  ASSERT_EQ(m.dim_names, (std::vector<std::string>{"pp", "dp", "tp"}));
+  EXPECT_EQ(m.coords(5), (std::vector<int>{1, 0, 1}));
+  Mesh s = m.slice("pp", 1);
+  EXPECT_EQ(s.ranks, (std::vector<int>{4, 5, 6, 7}));
+}
+
+TEST(Mesh, SizeOneDimsDroppedAndOffset) {
+  Mesh m = make_mesh({{"tp", 4}, {"dp", 1}}, 16);
+  ASSERT_EQ(m.dim_names, (std::vector<std::string>{"tp"}));
+  EXPECT_EQ(m.ranks.front(), 16);
+  EXPECT_EQ(m.flat_index_of_rank(18), 2);
+  EXPECT_EQ(m.flat_index_of_rank(3), -1);
+}
+
+TEST(Stages, MegatronFirstLast) {
+  Problems pr;
+  auto s = megatron_layer_stages(61, 16, 3, 2, pr);
+  ASSERT_TRUE(pr.empty());
+  EXPECT_EQ(s[0], 0);
+  EXPECT_EQ(s[2], 0);
+  EXPECT_EQ(s[3], 1);
+  EXPECT_EQ(s[6], 1);
+  EXPECT_EQ(s[7], 2);
+  EXPECT_EQ(s[58], 14);
+  EXPECT_EQ(s[59], 15);
+  megatron_layer_stages(61, 16, 0, 0, pr);
+  EXPECT_FALSE(pr.empty());
+}
+
+TEST(Stages, VllmRemainderBeforeLast) {
+  auto s = vllm_layer_stages(10, 4);  // 2,3,3,2
+  EXPECT_EQ(std::count(s.begin(), s.end(), 0), 2);
+  EXPECT_EQ(std::count(s.begin(), s.end(), 1), 3);
+  EXPECT_EQ(std::count(s.begin(), s.end(), 2), 3);
+  EXPECT_EQ(std::count(s.begin(), s.end(), 3), 2);
+}
+
+TEST(Planner, SeedQwen3_4B_DP8toTP8) {
+  const std::string path = shared_model("qwen3-4b.json");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+  Parallelism t, g;
+  g.tp = 8;
+  Plan plan = plan_reshard(load_model(path), sys(8, t, 8, g), PlanOptions{});
+  PlanStats st = compute_stats(plan);
+  EXPECT_NEAR(st.bulk_fraction * 100, 66.9, 0.05);
+  VerifyReport v = verify_plan(plan);
+  EXPECT_TRUE(v.ok()) << (v.problems.empty() ? "" : v.problems[0]);
+  EXPECT_NEAR(st.efficiency, 1.0, 1e-9);
+}
+
+TEST(Planner, SeedQwen3_30B_EP8PP2toTP8DP2) {
+  const std::string path = shared_model("qwen3-30b-a3b.json");
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+  Parallelism t, g;
+  t.pp = 2;
+  t.ep = 8;
+  g.tp = 8;
+  Plan plan = plan_reshard(load_model(path), sys(16, t, 16, g), PlanOptions{});
+  PlanStats st = compute_stats(plan);
+  EXPECT_NEAR(st.bulk_fraction * 100, 95.0, 0.05);
+  VerifyReport v = verify_plan(plan);
+  EXPECT_TRUE(v.ok()) << (v.problems.empty() ? "" : v.problems[0]);
+}
+
+}  // namespace
+}  // namespace reshard
