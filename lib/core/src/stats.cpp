@@ -7,6 +7,7 @@ namespace reshard {
 
 PlanStats compute_stats(const Plan& plan) {
   PlanStats s;
+  std::map<int, int64_t> stage_unique;  // bulk bytes that must leave each train stage
   s.ranks.resize(plan.world());
   for (int r = 0; r < plan.world(); ++r) s.ranks[r].rank = r;
 
@@ -35,6 +36,7 @@ PlanStats compute_stats(const Plan& plan) {
       int64_t n = esize;
       for (int64_t e : key.second) n *= e;
       for (int r : ranks) s.ranks[r].lower_bound_bytes += n / static_cast<int64_t>(ranks.size());
+      stage_unique[p.pp_stage] += n;
     }
   }
   for (const Transfer& t : plan.transfers) {
@@ -67,8 +69,15 @@ PlanStats compute_stats(const Plan& plan) {
   s.fanout_ops = static_cast<int64_t>(plan.fanouts.size());
   s.buckets = static_cast<int64_t>(plan.buckets.size());
   s.bulk_fraction = s.total_bytes > 0 ? static_cast<double>(s.bulk_bytes) / static_cast<double>(s.total_bytes) : 0;
+  // The plan's bound: every gen rank receives all it holds; each train stage's unique bytes leave
+  // it, at best spread evenly over its ranks. (Per-rank source bounds above follow the holders and
+  // can exceed what a balanced plan sends when holdings differ between ranks.)
+  for (int r = plan.train_world(); r < plan.world(); ++r)
+    s.lower_bound_bytes = std::max(s.lower_bound_bytes, s.ranks[r].lower_bound_bytes);
+  const int stages = std::max(plan.system.train.pp, 1);
+  for (const auto& [stage, bytes] : stage_unique)
+    s.lower_bound_bytes = std::max(s.lower_bound_bytes, bytes * stages / std::max(plan.train_world(), 1));
   for (const RankStats& r : s.ranks) {
-    s.lower_bound_bytes = std::max(s.lower_bound_bytes, r.lower_bound_bytes);
     const int64_t load = std::max(r.bulk_send_bytes, r.bulk_recv_bytes);
     if (load > s.busiest_bytes) {
       s.busiest_bytes = load;

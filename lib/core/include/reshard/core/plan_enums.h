@@ -7,10 +7,10 @@
 
 namespace reshard {
 
-Path parse_path(const std::string& s);              // "bulk" | "misc"
-Fanout parse_fanout(const std::string& s);          // "direct" | "two-phase"
-BulkMode parse_bulk_mode(const std::string& s);     // "ffn" | "all"
-GenLayout parse_gen_layout(const std::string& s);   // "hf" | "vllm"
+Path parse_path(const std::string& s);               // "bulk" | "misc"
+Fanout parse_fanout(const std::string& s);           // "direct" | "two-phase"
+BulkMode parse_bulk_mode(const std::string& s);      // "ffn" | "all"
+GenLayout parse_gen_layout(const std::string& s);    // "hf" | "vllm"
 FanoutMode parse_fanout_mode(const std::string& s);  // "auto" | "direct" | "two-phase"
 
 }  // namespace reshard

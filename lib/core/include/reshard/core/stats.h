@@ -13,7 +13,9 @@ struct RankStats {
   int64_t misc_send_bytes = 0, misc_recv_bytes = 0;
   int64_t bulk_send_msgs = 0, bulk_recv_msgs = 0;  // fan-out broadcasts count once per peer
   int64_t misc_msgs = 0;                           // buckets this rank takes part in
-  int64_t lower_bound_bytes = 0;                   // bulk bytes this rank must move at least
+  // Gen rank: bulk bytes it must receive. Train rank: the unique bytes it holds, each divided by
+  // its number of holders (its fair share of sending).
+  int64_t lower_bound_bytes = 0;
 };
 
 struct PlanStats {
@@ -23,8 +25,8 @@ struct PlanStats {
   double bulk_fraction = 0;      // bulk_bytes / total_bytes
   int64_t bulk_params = 0, misc_params = 0, uneven_params = 0;
   int64_t transfers = 0, fanout_ops = 0, buckets = 0;
-  // Lower bound of the bulk phase: max over ranks of the bytes a rank must receive that it does not
-  // hold (gen side) or of the unique bytes it holds spread evenly over their holders (train side).
+  // Lower bound of the bulk phase: the most any gen rank must receive (it holds none of it), or a
+  // train stage's unique bytes spread evenly over the stage's ranks, whichever is larger.
   int64_t lower_bound_bytes = 0;
   int64_t busiest_bytes = 0;  // max over ranks of max(bulk sent, bulk received)
   int busiest_rank = 0;

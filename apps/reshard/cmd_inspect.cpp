@@ -1,0 +1,61 @@
+// reshard inspect PLAN: the plan's summary, one rank's traffic, or one param's layouts and transfers,
+// as text or (--json) one JSON document on stdout.
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include "commands.h"
+#include "reshard/core/error.h"
+#include "reshard/core/plan_io.h"
+#include "reshard/core/stats.h"
+#include "reshard/core/summary.h"
+
+namespace reshard::cli {
+namespace {
+
+constexpr size_t kMaxTransfersListed = 32;
+
+struct InspectArgs {
+  std::string plan, param;
+  int rank = -1;
+  bool json = false;
+};
+
+int run_inspect(const InspectArgs& a) {
+  const Plan plan = load_plan(a.plan);
+  if (a.rank != -1 && (a.rank < 0 || a.rank >= plan.world()))
+    throw config_error("--rank " + std::to_string(a.rank) + " is outside the plan's world of " +
+                       std::to_string(plan.world()) + " ranks (0.." + std::to_string(plan.world() - 1) + ")");
+  const std::optional<uint32_t> param =
+      a.param.empty() ? std::nullopt : std::optional<uint32_t>(find_param(plan, a.param));
+  const PlanStats stats = compute_stats(plan);
+
+  if (a.json) {
+    nlohmann::ordered_json doc =
+        summary_json(plan, stats, a.rank >= 0 ? std::vector<int>{a.rank} : std::vector<int>{});
+    if (param) doc["param"] = param_json(plan, *param, kMaxTransfersListed);
+    std::fputs((doc.dump(2) + "\n").c_str(), stdout);
+    return 0;
+  }
+  std::string out;
+  if (param) out += format_param(plan, *param, kMaxTransfersListed);
+  if (param && a.rank >= 0) out += "\n";
+  if (a.rank >= 0) out += format_rank_table(plan, stats, {a.rank});
+  if (!param && a.rank < 0) out = format_summary(plan, stats);
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Show a plan: summary, per-rank traffic, or one param");
+  cmd->add_option("plan", args->plan, "Plan file (JSON or CBOR)")->required();
+  cmd->add_option("--rank", args->rank, "Show this global rank's traffic only");
+  cmd->add_option("--param", args->param, "Show this param (HF or grouped name): layouts and transfers");
+  cmd->add_flag("--json", args->json, "Print a JSON document instead of text");
+  cmd->callback([&action, args] { action = [args] { return run_inspect(*args); }; });
+}
+
+}  // namespace reshard::cli

@@ -1,0 +1,315 @@
+// reshard plan: model metadata + parallelism + options -> a plan file and/or its summary.
+// Every input is read and checked before planning; all problems are reported together (exit 2) and
+// no output file is written on any error.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+#include "commands.h"
+#include "reshard/core/error.h"
+#include "reshard/core/model.h"
+#include "reshard/core/plan_enums.h"
+#include "reshard/core/plan_io.h"
+#include "reshard/core/planner.h"
+#include "reshard/core/rules.h"
+#include "reshard/core/stats.h"
+#include "reshard/core/summary.h"
+#include "reshard/core/units.h"
+
+namespace reshard::cli {
+namespace {
+
+struct PlanArgs {
+  std::string model, system, output, format, layer_map, rules, mtp_layers;
+  std::string train_gpus, gen_gpus, train, gen;
+  std::string first_stage_layers, last_stage_layers;
+  std::string bulk = "ffn", gen_layout = "hf", fanout = "auto", bucket_bytes = "1Gi";
+  std::vector<std::string> exclude;
+  bool force = false, summary = false;
+};
+
+// Adds an Error's problems to `problems`: a "header\n  - a\n  - b" message becomes "header: a",
+// "header: b", so that the combined list stays flat.
+void absorb(Problems& problems, const Error& e, const std::string& generic_header = "") {
+  const std::string msg = e.what();
+  const std::string sep = "\n  - ";
+  size_t pos = msg.find(sep);
+  if (pos == std::string::npos) {
+    problems.add(msg);
+    return;
+  }
+  std::string header = msg.substr(0, pos);
+  if (!header.empty() && header.back() == ':') header.pop_back();
+  const std::string prefix = header == generic_header ? "" : header + ": ";
+  while (pos != std::string::npos) {
+    const size_t start = pos + sep.size();
+    pos = msg.find(sep, start);
+    problems.add(prefix + msg.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+  }
+}
+
+std::optional<std::string> read_text(const std::string& path, const std::string& flag, Problems& problems) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    problems.add(flag + ": cannot open " + path + ": " + std::strerror(errno));
+    return std::nullopt;
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `f`, turning a config Error into problems (prefixed with `flag` when its message lacks it).
+template <class F>
+void check(Problems& problems, F&& f, const std::string& flag = "") {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Config) throw;
+    if (flag.empty() || std::string(e.what()).rfind(flag, 0) == 0) {
+      absorb(problems, e);
+    } else {
+      Problems own;
+      absorb(own, e);
+      for (const std::string& p : own.list()) problems.add(flag + ": " + p);
+    }
+  }
+}
+
+// --layer-map FILE: {"<layer>": stage, ...} (every layer 0..N-1 once) or [stage, stage, ...].
+std::vector<int> read_layer_map(const std::string& path, Problems& problems) {
+  const auto text = read_text(path, "--layer-map", problems);
+  if (!text) return {};
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::parse_error& e) {
+    problems.add("--layer-map " + path + ": malformed JSON at byte " + std::to_string(e.byte));
+    return {};
+  }
+  std::vector<int> stages;
+  auto stage_of = [&](const nlohmann::json& v, const std::string& where) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+      problems.add("--layer-map " + path + ": " + where + ": stage must be a non-negative integer, got " +
+                   v.dump());
+      return -1;
+    }
+    return static_cast<int>(v.get<int64_t>());
+  };
+  if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) stages.push_back(stage_of(j[i], "entry " + std::to_string(i)));
+  } else if (j.is_object()) {
+    stages.assign(j.size(), -1);
+    std::vector<bool> seen(j.size(), false);
+    for (const auto& [key, value] : j.items()) {
+      int64_t layer = -1;
+      try {
+        layer = parse_integer(key, "layer", 0, static_cast<int64_t>(j.size()) - 1);
+      } catch (const Error&) {
+        problems.add("--layer-map " + path + ": key '" + key + "' is not a layer index in [0, " +
+                     std::to_string(j.size()) + ") (the map must cover layers 0..N-1)");
+        continue;
+      }
+      seen[static_cast<size_t>(layer)] = true;
+      stages[static_cast<size_t>(layer)] = stage_of(value, "layer " + key);
+    }
+    for (size_t l = 0; l < seen.size(); ++l)
+      if (!seen[l]) problems.add("--layer-map " + path + ": layer " + std::to_string(l) + " is missing");
+  } else {
+    problems.add("--layer-map " + path + ": expected an object {\"<layer>\": stage} or a list of stages");
+  }
+  return stages;
+}
+
+std::vector<int> parse_layer_list(const std::string& list, Problems& problems) {
+  std::vector<int> out;
+  std::stringstream s(list);
+  std::string item;
+  size_t items = 0;
+  while (std::getline(s, item, ',')) {
+    ++items;
+    check(problems,
+          [&] { out.push_back(static_cast<int>(parse_integer(item, "--mtp-layers", 0, INT32_MAX))); });
+  }
+  if (items == 0) problems.add("--mtp-layers: '" + list + "' lists no layer");
+  return out;
+}
+
+int run_plan(const PlanArgs& a) {
+  Problems problems;
+  PlanOptions options;
+
+  // Parallelism: --system FILE, or the flags; never both.
+  const bool any_flag = !a.train_gpus.empty() || !a.gen_gpus.empty() || !a.train.empty() || !a.gen.empty();
+  std::optional<SystemConfig> sys;
+  if (!a.system.empty()) {
+    if (any_flag)
+      problems.add(
+          "--system cannot be combined with --train-gpus/--train/--gen-gpus/--gen (give one or the other)");
+    check(problems, [&] { sys = load_system_json(a.system); });
+  } else {
+    SystemConfig s;
+    if (a.train_gpus.empty()) problems.add("--train-gpus is required (or --system FILE)");
+    if (a.gen_gpus.empty()) problems.add("--gen-gpus is required (or --system FILE)");
+    if (!a.train_gpus.empty())
+      check(problems, [&] {
+        s.train.num_gpus = static_cast<int>(parse_integer(a.train_gpus, "--train-gpus", 1, INT32_MAX));
+      });
+    if (!a.gen_gpus.empty())
+      check(problems, [&] {
+        s.gen.num_gpus = static_cast<int>(parse_integer(a.gen_gpus, "--gen-gpus", 1, INT32_MAX));
+      });
+    parse_parallelism_spec(a.train, "--train", s.train, problems);
+    parse_parallelism_spec(a.gen, "--gen", s.gen, problems);
+    if (s.train.num_gpus > 0 && s.gen.num_gpus > 0) sys = s;
+  }
+
+  if (!a.first_stage_layers.empty())
+    check(problems, [&] {
+      options.first_stage_layers =
+          static_cast<int>(parse_integer(a.first_stage_layers, "--first-stage-layers", 1, INT32_MAX));
+    });
+  if (!a.last_stage_layers.empty())
+    check(problems, [&] {
+      options.last_stage_layers =
+          static_cast<int>(parse_integer(a.last_stage_layers, "--last-stage-layers", 1, INT32_MAX));
+    });
+  if (!a.layer_map.empty()) {
+    if (!a.first_stage_layers.empty() || !a.last_stage_layers.empty())
+      problems.add("--layer-map cannot be combined with --first-stage-layers/--last-stage-layers");
+    // A broken map is reported once, here; the planner then plans with the default split.
+    Problems map_problems;
+    std::vector<int> map = read_layer_map(a.layer_map, map_problems);
+    for (const std::string& p : map_problems.list()) problems.add(p);
+    if (map_problems.empty()) options.layer_to_stage = std::move(map);
+  }
+  if (!a.mtp_layers.empty()) options.mtp_layers = parse_layer_list(a.mtp_layers, problems);
+  options.exclude = a.exclude;
+  check(
+      problems, [&] { options.bulk = parse_bulk_mode(a.bulk); }, "--bulk");
+  check(
+      problems, [&] { options.gen_layout = parse_gen_layout(a.gen_layout); }, "--gen-layout");
+  check(
+      problems, [&] { options.fanout = parse_fanout_mode(a.fanout); }, "--fanout");
+  check(problems, [&] { options.bucket_bytes = parse_size(a.bucket_bytes, "--bucket-bytes"); });
+  if (options.bucket_bytes <= 0)
+    problems.add("--bucket-bytes must be positive, got '" + a.bucket_bytes + "'");
+  if (!a.rules.empty()) {
+    if (auto text = read_text(a.rules, "--rules", problems)) {
+      options.rules_json = *text;
+      if (options.rules_json.empty()) problems.add("--rules " + a.rules + ": the file is empty");
+    }
+  }
+
+  // Output: format and overwrite policy, checked now so that no planning time is wasted.
+  PlanFormat format = PlanFormat::Json;
+  if (!a.output.empty()) {
+    format = plan_format_for_path(a.output);
+    if (a.format == "json")
+      format = PlanFormat::Json;
+    else if (a.format == "cbor")
+      format = PlanFormat::Cbor;
+    else if (!a.format.empty())
+      problems.add("--format: expected json or cbor, got '" + a.format + "'");
+    std::error_code ec;
+    const auto out_path = std::filesystem::path(a.output);
+    if (!a.force && std::filesystem::exists(std::filesystem::symlink_status(out_path, ec)))
+      problems.add("-o " + a.output + ": the file exists; pass --force to overwrite");
+    const auto dir = out_path.parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+      problems.add("-o " + a.output + ": directory " + dir.string() + " does not exist");
+  } else if (!a.format.empty()) {
+    problems.add("--format needs -o/--output");
+  }
+
+  std::optional<ModelMeta> model;
+  check(
+      problems, [&] { model = load_model(a.model); }, "--model");
+
+  // The planner checks the system config and the plan-level rules (experts vs ep, stages, regexes).
+  // Run it even when other problems were found, so that the user sees every problem at once.
+  std::optional<Plan> plan;
+  const std::string planner_header = "invalid reshard configuration";
+  if (model && sys) {
+    try {
+      plan = plan_reshard(*model, *sys, options);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::Config) throw;
+      absorb(problems, e, planner_header);
+    }
+  } else {
+    // No model to plan: check what the planner would have checked without one.
+    if (sys) {
+      SystemConfig copy = *sys;
+      validate_system(copy, problems);
+    }
+    for (const std::string& e : options.exclude) {
+      try {
+        std::regex re(e, std::regex::ECMAScript);
+      } catch (const std::regex_error& err) {
+        problems.add("--exclude: bad regex '" + e + "': " + err.what());
+      }
+    }
+    if (!options.rules_json.empty()) parse_rules(options.rules_json, "--rules " + a.rules, problems);
+  }
+  const size_t n = problems.list().size();
+  problems.throw_if_any("invalid plan configuration (" + std::to_string(n) +
+                        (n == 1 ? " problem):" : " problems):"));
+
+  const bool summary = a.summary || a.output.empty();
+  if (!a.output.empty()) save_plan(*plan, a.output, format, a.force);
+  if (summary) std::fputs(format_summary(*plan, compute_stats(*plan)).c_str(), stdout);
+  if (!a.output.empty()) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(a.output, ec);
+    std::fprintf(stderr, "reshard: wrote %s (%s, %s, fingerprint %s)\n", a.output.c_str(),
+                 format == PlanFormat::Cbor ? "cbor" : "json",
+                 format_bytes(ec ? 0 : static_cast<int64_t>(size)).c_str(), plan->fingerprint.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("plan", "Plan a reshard: model metadata + train/gen parallelism -> plan file");
+  cmd->add_option("--model", args->model, "Model metadata JSON, .safetensors or .safetensors.index.json")
+      ->required();
+  cmd->add_option("--system", args->system,
+                  "NCCL M2N reshard_model_bench system JSON (instead of the flags below)");
+  cmd->add_option("--train-gpus", args->train_gpus, "Number of training GPUs");
+  cmd->add_option("--train", args->train, "Train parallelism, e.g. tp=1,pp=2,ep=8,etp=1,cp=1 (dp derived)");
+  cmd->add_option("--gen-gpus", args->gen_gpus, "Number of generation GPUs");
+  cmd->add_option("--gen", args->gen, "Generation parallelism, e.g. tp=8,ep=1 (dp derived)");
+  cmd->add_option("--first-stage-layers", args->first_stage_layers,
+                  "Decoder layers in the first train PP stage");
+  cmd->add_option("--last-stage-layers", args->last_stage_layers,
+                  "Decoder layers in the last train PP stage");
+  cmd->add_option("--layer-map", args->layer_map,
+                  "JSON layer->train PP stage map: {\"<layer>\": stage} or [stage, ...]");
+  cmd->add_option("--mtp-layers", args->mtp_layers,
+                  "Comma-separated model.layers.N that are the MTP module, e.g. 61");
+  cmd->add_option("--exclude", args->exclude, "Drop params whose name matches REGEX (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--bulk", args->bulk, "Which params take the bulk path: ffn (default) or all");
+  cmd->add_option("--gen-layout", args->gen_layout, "Generation storage: hf (default) or vllm (fused)");
+  cmd->add_option("--fanout", args->fanout, "Fan-out to gen replicas: auto (default), direct or two-phase");
+  cmd->add_option("--bucket-bytes", args->bucket_bytes, "Misc bucket size, e.g. 256Mi, 1Gi (default 1Gi)");
+  cmd->add_option("--rules", args->rules, "Custom name rules JSON (see docs/cli.md)");
+  cmd->add_option("-o,--output", args->output, "Write the plan to this file");
+  cmd->add_option("--format", args->format, "Plan file format: json or cbor (default: from the extension)");
+  cmd->add_flag("--force", args->force, "Overwrite an existing output file");
+  cmd->add_flag("--summary", args->summary, "Print the plan summary (implied without -o)");
+  cmd->callback([&action, args] { action = [args] { return run_plan(*args); }; });
+}
+
+}  // namespace reshard::cli

@@ -1,0 +1,686 @@
+// JSON text or CBOR bytes -> Plan, strictly: every required key present and typed, every rank, group,
+// bucket and param index in range, every box of the param's rank. Errors name the origin and the
+// JSON path ("plan.json: params[3].transfers[7]: expected array of 6").
+//
+// One SAX pass serves both formats. Transfers and fan-out ops (up to millions) go straight into the
+// Plan's flat vectors; everything else, a few thousand small objects, goes into a DOM that the
+// typed reading below walks.
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "reshard/core/error.h"
+#include "reshard/core/plan_enums.h"
+#include "reshard/core/plan_io.h"
+
+namespace reshard {
+namespace {
+
+using json = nlohmann::json;
+
+std::string index_path(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+std::string key_path(const std::string& path, const char* key) {
+  return path.empty() ? std::string(key) : path + "." + key;
+}
+
+// CBOR text strings are not checked by the parser; a plan's strings must be valid UTF-8 so that it can
+// be written back as JSON.
+bool valid_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : -1;
+    if (extra < 0 || (extra > 0 && c < 0xc2) ||
+        i + static_cast<size_t>(extra) >= s.size() + (extra ? 0 : 1)) {
+      return false;
+    }
+    for (int k = 1; k <= extra; ++k) {
+      if ((static_cast<unsigned char>(s[i + static_cast<size_t>(k)]) >> 6) != 0x2) return false;
+    }
+    if (extra >= 2) {  // no overlong forms, surrogates or code points above U+10FFFF
+      const auto d = static_cast<unsigned char>(s[i + 1]);
+      if ((c == 0xe0 && d < 0xa0) || (c == 0xed && d >= 0xa0) || (c == 0xf0 && d < 0x90) ||
+          (c == 0xf4 && d >= 0x90) || c > 0xf4) {
+        return false;
+      }
+    }
+    i += static_cast<size_t>(extra) + 1;
+  }
+  return true;
+}
+
+// Per-param slices of Plan::transfers / Plan::fanouts, as the SAX pass found them.
+struct Slice {
+  bool seen = false;
+  uint64_t begin = 0, count = 0;
+};
+
+class PlanSax final : public json::json_sax_t {
+ public:
+  explicit PlanSax(Plan& plan) : plan_(plan) {}
+
+  json& root() { return root_; }
+  const std::string& error() const { return error_; }
+  const std::vector<Slice>& transfer_slices() const { return transfer_slices_; }
+  const std::vector<Slice>& fanout_slices() const { return fanout_slices_; }
+
+  bool null() override { return scalar(json(nullptr)); }
+  bool boolean(bool b) override { return scalar(json(b)); }
+  bool number_integer(number_integer_t x) override {
+    if (level_ > 0) return capture_int(x);
+    return scalar(json(x));
+  }
+  bool number_unsigned(number_unsigned_t x) override {
+    if (level_ > 0) {
+      if (x > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        return fail(where(), "integer out of range");
+      return capture_int(static_cast<int64_t>(x));
+    }
+    return scalar(json(x));
+  }
+  bool number_float(number_float_t x, const string_t&) override { return scalar(json(x)); }
+  bool string(string_t& s) override {
+    if (!valid_utf8(s)) return fail(where(), "invalid UTF-8 in a string");
+    return scalar(json(std::move(s)));
+  }
+  bool binary(binary_t&) override { return fail(where(), "binary strings are not part of a plan"); }
+
+  bool start_object(std::size_t) override {
+    if (armed_ || level_ > 0) return unexpected();
+    json* v = place(json::object());
+    stack_.push_back(v);
+    return true;
+  }
+  bool end_object() override {
+    stack_.pop_back();
+    return true;
+  }
+  bool key(string_t& k) override {
+    if (!valid_utf8(k)) return fail(where(), "invalid UTF-8 in a key");
+    // params[i].transfers / params[i].fanouts bypass the DOM.
+    if (stack_.size() == 3 && params_ != nullptr && stack_[1] == params_ &&
+        (k == "transfers" || k == "fanouts")) {
+      param_ = params_->size() - 1;
+      kind_ = k == "transfers" ? Kind::Transfers : Kind::Fanouts;
+      auto& slices = kind_ == Kind::Transfers ? transfer_slices_ : fanout_slices_;
+      if (slices.size() <= param_) slices.resize(param_ + 1);
+      if (slices[param_].seen) return fail(list_path(), "duplicate key");
+      armed_ = true;
+      return true;
+    }
+    key_ = std::move(k);
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    if (armed_) {  // the transfers / fanouts list itself
+      armed_ = false;
+      level_ = 1;
+      record_ = 0;
+      auto& slices = kind_ == Kind::Transfers ? transfer_slices_ : fanout_slices_;
+      slices[param_] = {true, kind_ == Kind::Transfers ? plan_.transfers.size() : plan_.fanouts.size(), 0};
+      return true;
+    }
+    if (level_ == 1) {  // a record
+      level_ = 2;
+      field_ = 0;
+      return true;
+    }
+    if (level_ == 2) {
+      if (field_ < 2 || field_ >= arity()) return fail(record_path(), shape_message());
+      level_ = 3;
+      dims_[field_ - 2] = Dims();
+      return true;
+    }
+    if (level_ == 3) return fail(record_path(), shape_message());
+    json* v = place(json::array());
+    if (stack_.size() == 1 && key_ == "params") params_ = v;
+    stack_.push_back(v);
+    return true;
+  }
+  bool end_array() override {
+    switch (level_) {
+      case 0:
+        stack_.pop_back();
+        return true;
+      case 1:
+        level_ = 0;
+        return true;
+      case 2:
+        if (field_ != arity()) return fail(record_path(), shape_message());
+        emit_record();
+        ++record_;
+        level_ = 1;
+        return true;
+      default:
+        ++field_, level_ = 2;
+        return true;
+    }
+  }
+  bool parse_error(std::size_t, const std::string&, const json::exception& ex) override {
+    std::string what = ex.what();
+    // "[json.exception.parse_error.101] parse error at line 1, column 9: ..." -> from "parse error".
+    if (auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
+    error_ = what;
+    return false;
+  }
+
+ private:
+  enum class Kind { Transfers, Fanouts };
+
+  int arity() const { return kind_ == Kind::Transfers ? 6 : 5; }
+  std::string shape_message() const {
+    return kind_ == Kind::Transfers
+               ? "expected array of 6: [src, dst, [offset], [extent], [src_local], [dst_local]]"
+               : "expected array of 5: [root, group, [offset], [extent], [dst_local]]";
+  }
+  std::string list_path() const {
+    return index_path("params", param_) + (kind_ == Kind::Transfers ? ".transfers" : ".fanouts");
+  }
+  std::string record_path() const { return index_path(list_path(), record_); }
+  std::string where() const { return level_ > 0 ? record_path() : armed_ ? list_path() : "document"; }
+
+  bool fail(const std::string& path, const std::string& message) {
+    error_ = path + ": " + message;
+    return false;
+  }
+  bool unexpected() {
+    if (armed_) return fail(list_path(), "expected array");
+    return fail(record_path(), shape_message());
+  }
+
+  bool scalar(json v) {
+    if (armed_ || level_ > 0) return unexpected();
+    place(std::move(v));
+    return true;
+  }
+
+  json* place(json v) {
+    if (stack_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    json& slot = top[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+
+  bool capture_int(int64_t x) {
+    if (level_ == 2) {
+      if (field_ >= 2) return fail(record_path(), shape_message());
+      if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
+        return fail(record_path(), "value " + std::to_string(x) + " out of range");
+      }
+      ints_[field_++] = static_cast<int32_t>(x);
+      return true;
+    }
+    if (level_ == 3) {
+      Dims& d = dims_[field_ - 2];
+      if (d.n == kMaxDims) return fail(record_path(), "more than " + std::to_string(kMaxDims) + " dims");
+      d[d.n++] = x;
+      return true;
+    }
+    return fail(record_path(), shape_message());
+  }
+
+  void emit_record() {
+    const auto param = static_cast<uint32_t>(param_);
+    if (kind_ == Kind::Transfers) {
+      plan_.transfers.push_back({param, ints_[0], ints_[1], Box{dims_[0], dims_[1]}, dims_[2], dims_[3]});
+      ++transfer_slices_[param_].count;
+    } else {
+      plan_.fanouts.push_back({param, ints_[0], ints_[1], Box{dims_[0], dims_[1]}, dims_[2]});
+      ++fanout_slices_[param_].count;
+    }
+  }
+
+  Plan& plan_;
+  json root_;
+  std::vector<json*> stack_;
+  std::string key_;
+  json* params_ = nullptr;
+  std::string error_;
+
+  // Capture of one params[i].transfers / .fanouts list. level_: 0 outside, 1 in the list, 2 in a
+  // record, 3 in one of its coordinate arrays.
+  bool armed_ = false;
+  Kind kind_ = Kind::Transfers;
+  size_t param_ = 0, record_ = 0;
+  int level_ = 0, field_ = 0;
+  int32_t ints_[2] = {0, 0};
+  Dims dims_[4];
+  std::vector<Slice> transfer_slices_, fanout_slices_;
+};
+
+// Typed, path-naming access to the DOM.
+class Reader {
+ public:
+  explicit Reader(const std::string& origin) : origin_(origin) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& message) const {
+    throw config_error(origin_ + ": " + (path.empty() ? "" : path + ": ") + message);
+  }
+
+  const json& object(const json& v, const std::string& path) const {
+    if (!v.is_object()) fail(path, std::string("expected object, got ") + v.type_name());
+    return v;
+  }
+  const json& array(const json& v, const std::string& path) const {
+    if (!v.is_array()) fail(path, std::string("expected array, got ") + v.type_name());
+    return v;
+  }
+  const json& at(const json& obj, const std::string& path, const char* key) const {
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(path, std::string("missing key '") + key + "'");
+    return *it;
+  }
+  const json* find(const json& obj, const char* key) const {
+    auto it = obj.find(key);
+    return it == obj.end() ? nullptr : &*it;
+  }
+
+  int64_t int64(const json& v, const std::string& path) const {
+    if (v.is_number_unsigned()) {
+      if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        fail(path, "integer out of range");
+      }
+      return static_cast<int64_t>(v.get<uint64_t>());
+    }
+    if (!v.is_number_integer()) fail(path, std::string("expected integer, got ") + v.type_name());
+    return v.get<int64_t>();
+  }
+  int64_t int64(const json& v, const std::string& path, int64_t lo, int64_t hi) const {
+    const int64_t x = int64(v, path);
+    if (x < lo || x > hi) {
+      fail(path, "value " + std::to_string(x) + " outside [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]");
+    }
+    return x;
+  }
+  int int32(const json& v, const std::string& path, int64_t lo = std::numeric_limits<int32_t>::min(),
+            int64_t hi = std::numeric_limits<int32_t>::max()) const {
+    return static_cast<int>(int64(v, path, lo, hi));
+  }
+  std::string str(const json& v, const std::string& path) const {
+    if (!v.is_string()) fail(path, std::string("expected string, got ") + v.type_name());
+    return v.get<std::string>();
+  }
+  bool boolean(const json& v, const std::string& path) const {
+    if (!v.is_boolean()) fail(path, std::string("expected boolean, got ") + v.type_name());
+    return v.get<bool>();
+  }
+
+  // Key-based shorthands: obj[key] at path.key.
+  int64_t int64_at(const json& obj, const std::string& path, const char* key) const {
+    return int64(at(obj, path, key), key_path(path, key));
+  }
+  int int32_at(const json& obj, const std::string& path, const char* key,
+               int64_t lo = std::numeric_limits<int32_t>::min(),
+               int64_t hi = std::numeric_limits<int32_t>::max()) const {
+    return int32(at(obj, path, key), key_path(path, key), lo, hi);
+  }
+  std::string str_at(const json& obj, const std::string& path, const char* key) const {
+    return str(at(obj, path, key), key_path(path, key));
+  }
+  const json& object_at(const json& obj, const std::string& path, const char* key) const {
+    return object(at(obj, path, key), key_path(path, key));
+  }
+  const json& array_at(const json& obj, const std::string& path, const char* key) const {
+    return array(at(obj, path, key), key_path(path, key));
+  }
+  std::vector<int> ints_at(const json& obj, const std::string& path, const char* key, int64_t lo,
+                           int64_t hi) const {
+    const std::string p = key_path(path, key);
+    const json& a = array_at(obj, path, key);
+    std::vector<int> out;
+    out.reserve(a.size());
+    for (size_t i = 0; i < a.size(); ++i) out.push_back(int32(a[i], index_path(p, i), lo, hi));
+    return out;
+  }
+  std::vector<std::string> strings_at(const json& obj, const std::string& path, const char* key) const {
+    const std::string p = key_path(path, key);
+    const json& a = array_at(obj, path, key);
+    std::vector<std::string> out;
+    out.reserve(a.size());
+    for (size_t i = 0; i < a.size(); ++i) out.push_back(str(a[i], index_path(p, i)));
+    return out;
+  }
+  Dims dims_at(const json& obj, const std::string& path, const char* key) const {
+    const std::string p = key_path(path, key);
+    const json& a = array_at(obj, path, key);
+    if (a.size() > static_cast<size_t>(kMaxDims)) {
+      fail(p, "has " + std::to_string(a.size()) + " dims; at most " + std::to_string(kMaxDims) +
+                  " are supported");
+    }
+    Dims d = Dims::zeros(static_cast<int>(a.size()));
+    for (size_t i = 0; i < a.size(); ++i)
+      d[static_cast<int>(i)] = int64(a[i], index_path(p, i), 0, INT64_MAX);
+    return d;
+  }
+
+  // Parses with one of the enum parsers, re-throwing its message under `path`.
+  template <class F>
+  auto name_at(const json& obj, const std::string& path, const char* key, F parse) const {
+    const std::string s = str_at(obj, path, key);
+    try {
+      return parse(s);
+    } catch (const Error& e) {
+      fail(key_path(path, key), e.what());
+    }
+  }
+
+ private:
+  const std::string& origin_;
+};
+
+Parallelism read_parallelism(const Reader& r, const json& obj, const std::string& path) {
+  r.object(obj, path);
+  Parallelism p;
+  p.num_gpus = r.int32_at(obj, path, "num_gpus", 0);
+  p.tp = r.int32_at(obj, path, "tp", 1);
+  p.pp = r.int32_at(obj, path, "pp", 1);
+  p.ep = r.int32_at(obj, path, "ep", 1);
+  p.etp = r.int32_at(obj, path, "etp", 1);
+  p.cp = r.int32_at(obj, path, "cp", 1);
+  p.dp = r.int32_at(obj, path, "dp", 0);
+  return p;
+}
+
+void read_inputs(const Reader& r, const json& doc, Plan& plan) {
+  const std::string path = "inputs";
+  const json& in = r.object_at(doc, "", "inputs");
+  const json& model = r.object_at(in, path, "model");
+  plan.model_name = r.str_at(model, "inputs.model", "name");
+  plan.model_digest = r.str_at(model, "inputs.model", "digest");
+  plan.model_tensors = r.int64(r.at(model, "inputs.model", "tensors"), "inputs.model.tensors", 0, INT64_MAX);
+  plan.system.train = read_parallelism(r, r.at(in, path, "train"), "inputs.train");
+  plan.system.gen = read_parallelism(r, r.at(in, path, "gen"), "inputs.gen");
+
+  const std::string op = "inputs.options";
+  const json& o = r.object_at(in, path, "options");
+  PlanOptions& opt = plan.options;
+  opt.bulk = r.name_at(o, op, "bulk", parse_bulk_mode);
+  opt.gen_layout = r.name_at(o, op, "gen_layout", parse_gen_layout);
+  opt.fanout = r.name_at(o, op, "fanout", parse_fanout_mode);
+  opt.bucket_bytes = r.int64(r.at(o, op, "bucket_bytes"), op + ".bucket_bytes", 1, INT64_MAX);
+  opt.exclude = r.strings_at(o, op, "exclude");
+  opt.mtp_layers = r.ints_at(o, op, "mtp_layers", 0, std::numeric_limits<int32_t>::max());
+  opt.first_stage_layers = r.int32_at(o, op, "first_stage_layers", 0);
+  opt.last_stage_layers = r.int32_at(o, op, "last_stage_layers", 0);
+  opt.layer_to_stage = r.ints_at(o, op, "layer_to_stage", 0, std::numeric_limits<int32_t>::max());
+  const json& rules = r.at(o, op, "rules");
+  if (!rules.is_null()) {
+    if (!rules.is_object() && !rules.is_array()) {
+      r.fail(op + ".rules", std::string("expected object, array or null, got ") + rules.type_name());
+    }
+    opt.rules_json = rules.dump();
+  }
+}
+
+// Nested rank lists -> row-major ranks and dim sizes; every list at one depth must have one length.
+void read_mesh_level(const Reader& r, const json& v, const std::string& path, size_t depth, Mesh& m,
+                     int world) {
+  if (depth == m.dim_names.size()) {
+    m.ranks.push_back(r.int32(v, path, 0, world - 1));
+    return;
+  }
+  r.array(v, path);
+  if (m.dim_sizes.size() == depth) {
+    if (v.empty()) r.fail(path, "empty mesh dim");
+    m.dim_sizes.push_back(static_cast<int>(v.size()));
+  } else if (static_cast<size_t>(m.dim_sizes[depth]) != v.size()) {
+    r.fail(path, "has " + std::to_string(v.size()) + " entries; mesh dim '" + m.dim_names[depth] + "' has " +
+                     std::to_string(m.dim_sizes[depth]));
+  }
+  for (size_t i = 0; i < v.size(); ++i) read_mesh_level(r, v[i], index_path(path, i), depth + 1, m, world);
+}
+
+Layout read_layout(const Reader& r, const json& obj, const std::string& path, int ndim, int world) {
+  r.object(obj, path);
+  Layout l;
+  l.mesh.dim_names = r.strings_at(obj, path, "dims");
+  const std::string mp = key_path(path, "mesh");
+  const json& mesh = r.array_at(obj, path, "mesh");
+  if (l.mesh.dim_names.empty()) {  // 0-d: a one-element list
+    if (mesh.size() != 1)
+      r.fail(mp, "a mesh without dims is a list of one rank; got " + std::to_string(mesh.size()));
+    l.mesh.ranks.push_back(r.int32(mesh[0], index_path(mp, 0), 0, world - 1));
+  } else {
+    read_mesh_level(r, mesh, mp, 0, l.mesh, world);
+  }
+  const std::string pp = key_path(path, "placements");
+  const std::vector<std::string> placements = r.strings_at(obj, path, "placements");
+  if (placements.size() != l.mesh.dim_names.size()) {
+    r.fail(pp, "has " + std::to_string(placements.size()) + " entries for " +
+                   std::to_string(l.mesh.dim_names.size()) + " mesh dims");
+  }
+  for (size_t i = 0; i < placements.size(); ++i) {
+    Placement p;
+    try {
+      p = Placement::parse(placements[i]);
+    } catch (const Error& e) {
+      r.fail(index_path(pp, i), e.what());
+    }
+    if (p.shard_dim >= ndim) {
+      r.fail(index_path(pp, i), placements[i] + " shards dim " + std::to_string(p.shard_dim) + " of a " +
+                                    std::to_string(ndim) + "-d tensor");
+    }
+    l.placements.push_back(p);
+  }
+  return l;
+}
+
+void check_box(const Reader& r, const std::string& path, const char* what, const Dims& d, const Dims& shape) {
+  if (d.n != shape.n) {
+    r.fail(path, std::string(what) + " " + d.str() + " has " + std::to_string(d.n) + " dims; the param has " +
+                     std::to_string(shape.n));
+  }
+}
+
+void check_region(const Reader& r, const std::string& path, const Box& box, const Dims& shape) {
+  check_box(r, path, "offset", box.offset, shape);
+  check_box(r, path, "extent", box.extent, shape);
+  for (int i = 0; i < shape.n; ++i) {
+    if (box.offset[i] < 0 || box.extent[i] < 0 || box.offset[i] + box.extent[i] > shape[i]) {
+      r.fail(path, "box offset " + box.offset.str() + " extent " + box.extent.str() + " is outside shape " +
+                       shape.str());
+    }
+  }
+}
+
+void check_rank(const Reader& r, const std::string& path, const char* what, int rank, int world) {
+  if (rank < 0 || rank >= world) {
+    r.fail(path, std::string(what) + " rank " + std::to_string(rank) + " outside [0, " +
+                     std::to_string(world) + ")");
+  }
+}
+
+void read_param(const Reader& r, const json& v, const std::string& path, size_t index, Plan& plan,
+                const std::vector<Slice>& transfer_slices, const std::vector<Slice>& fanout_slices) {
+  r.object(v, path);
+  ParamPlan p;
+  const int world = plan.world();
+  p.name = r.str_at(v, path, "name");
+  if (r.find(v, "members") != nullptr) {
+    p.members = r.strings_at(v, path, "members");
+  } else {
+    p.members = {p.name};
+  }
+  p.rule = r.str_at(v, path, "rule");
+  const std::string dtype = r.str_at(v, path, "dtype");
+  const std::optional<DType> dt = parse_dtype(dtype);
+  if (!dt) r.fail(key_path(path, "dtype"), "unknown dtype '" + dtype + "'");
+  p.dtype = *dt;
+  p.shape = r.dims_at(v, path, "shape");
+  p.path = r.name_at(v, path, "path", parse_path);
+  p.pp_stage = r.int32_at(v, path, "pp_stage", 0, std::max(plan.system.train.pp - 1, 0));
+  p.gen_pp_stage = r.int32_at(v, path, "gen_pp_stage", 0, std::max(plan.system.gen.pp - 1, 0));
+
+  const bool has_transfers = index < transfer_slices.size() && transfer_slices[index].seen;
+  const bool has_fanouts = index < fanout_slices.size() && fanout_slices[index].seen;
+  if (p.path == Path::Misc) {
+    if (has_transfers || has_fanouts)
+      r.fail(path, "a misc param has transfers or fanouts; only bulk params do");
+    p.bucket = r.int32_at(v, path, "bucket", 0, static_cast<int64_t>(plan.buckets.size()) - 1);
+    p.bucket_offset = r.int64(r.at(v, path, "bucket_offset"), key_path(path, "bucket_offset"), 0, INT64_MAX);
+    plan.params.push_back(std::move(p));
+    return;
+  }
+
+  p.src = read_layout(r, r.at(v, path, "src"), key_path(path, "src"), p.shape.n, world);
+  p.dst = read_layout(r, r.at(v, path, "dst"), key_path(path, "dst"), p.shape.n, world);
+  const std::string sp = key_path(path, "dst_storage");
+  const json& storage = r.object_at(v, path, "dst_storage");
+  p.dst_storage = r.str_at(storage, sp, "name");
+  p.dst_fuse_dim = r.int32_at(storage, sp, "fuse_dim", -1, p.shape.n - 1);
+  p.dst_fuse_index = r.int32_at(storage, sp, "index", 0);
+  p.fanout = r.name_at(v, path, "fanout", parse_fanout);
+  const int groups = static_cast<int>(plan.groups.size());
+  p.group = r.int32_at(v, path, "group", 0, groups - 1);
+  p.uneven = r.boolean(r.at(v, path, "uneven"), key_path(path, "uneven"));
+
+  if (!has_transfers) r.fail(path, "missing key 'transfers'");
+  if (!has_fanouts) r.fail(path, "missing key 'fanouts'");
+  const Slice& ts = transfer_slices[index];
+  p.transfer_begin = ts.begin;
+  p.transfer_count = ts.count;
+  const std::string tp = key_path(path, "transfers");
+  for (uint64_t i = 0; i < ts.count; ++i) {
+    const Transfer& t = plan.transfers[ts.begin + i];
+    if (t.src < 0 || t.src >= world || t.dst < 0 || t.dst >= world || t.box.offset.n != p.shape.n ||
+        t.box.extent.n != p.shape.n || t.src_local.n != p.shape.n || t.dst_local.n != p.shape.n) {
+      const std::string at = index_path(tp, i);  // the slow path builds the message
+      check_rank(r, at, "src", t.src, world);
+      check_rank(r, at, "dst", t.dst, world);
+      check_region(r, at, t.box, p.shape);
+      check_box(r, at, "src_local", t.src_local, p.shape);
+      check_box(r, at, "dst_local", t.dst_local, p.shape);
+    }
+    for (int d = 0; d < p.shape.n; ++d) {
+      if (t.box.offset[d] < 0 || t.box.extent[d] < 0 || t.box.offset[d] + t.box.extent[d] > p.shape[d] ||
+          t.src_local[d] < 0 || t.dst_local[d] < 0) {
+        const std::string at = index_path(tp, i);
+        check_region(r, at, t.box, p.shape);
+        r.fail(at, "negative local offset " + t.src_local.str() + " / " + t.dst_local.str());
+      }
+    }
+  }
+  const Slice& fs = fanout_slices[index];
+  p.fanout_begin = fs.begin;
+  p.fanout_count = fs.count;
+  const std::string fp = key_path(path, "fanouts");
+  for (uint64_t i = 0; i < fs.count; ++i) {
+    const FanoutOp& f = plan.fanouts[fs.begin + i];
+    const std::string at = index_path(fp, i);
+    check_rank(r, at, "root", f.root, world);
+    if (f.group < 0 || f.group >= groups) {
+      r.fail(at, "group " + std::to_string(f.group) + " outside [0, " + std::to_string(groups) + ")");
+    }
+    check_region(r, at, f.box, p.shape);
+    check_box(r, at, "dst_local", f.dst_local, p.shape);
+  }
+  plan.params.push_back(std::move(p));
+}
+
+void read_document(const Reader& r, const json& doc, Plan& plan, const std::vector<Slice>& transfer_slices,
+                   const std::vector<Slice>& fanout_slices) {
+  r.object(doc, "");
+  const json* format = r.find(doc, "format");
+  if (format == nullptr || !format->is_string() || format->get<std::string>() != kPlanFormat) {
+    r.fail("", std::string("not a reshard plan (expected \"format\": \"") + kPlanFormat + "\")");
+  }
+  const int64_t version = r.int64_at(doc, "", "version");
+  if (version > kPlanVersion) {
+    r.fail("", "plan version " + std::to_string(version) + " is newer than this reshard supports (" +
+                   std::to_string(kPlanVersion) + ")");
+  }
+  if (version < 1) r.fail("version", "unsupported plan version " + std::to_string(version));
+  plan.generator = r.str_at(doc, "", "generator");
+  plan.fingerprint = r.str_at(doc, "", "fingerprint");
+  read_inputs(r, doc, plan);
+
+  const json& world = r.object_at(doc, "", "world");
+  const int64_t train = r.int64_at(world, "world", "train"), gen = r.int64_at(world, "world", "gen");
+  const int64_t size = r.int64_at(world, "world", "size");
+  if (train != plan.train_world() || gen != plan.gen_world() || size != plan.world()) {
+    r.fail("world", "train " + std::to_string(train) + ", gen " + std::to_string(gen) + ", size " +
+                        std::to_string(size) + " disagree with inputs (train.num_gpus " +
+                        std::to_string(plan.train_world()) + ", gen.num_gpus " +
+                        std::to_string(plan.gen_world()) + ")");
+  }
+  const int nworld = plan.world();
+
+  const json& groups = r.array_at(doc, "", "groups");
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const std::string path = index_path("groups", i);
+    const json& g = r.object(groups[i], path);
+    CommGroup cg;
+    cg.kind = r.str_at(g, path, "kind");
+    cg.pp_stage = r.int32_at(g, path, "pp_stage", -1);
+    cg.ranks = r.ints_at(g, path, "ranks", 0, nworld - 1);
+    plan.groups.push_back(std::move(cg));
+  }
+  const int ngroups = static_cast<int>(plan.groups.size());
+
+  // Buckets before params: a misc param names its bucket, a bucket its params.
+  const json& buckets = r.array_at(doc, "", "buckets");
+  const json& params = r.array_at(doc, "", "params");
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const std::string path = index_path("buckets", i);
+    const json& b = r.object(buckets[i], path);
+    MiscBucket mb;
+    mb.root = r.int32_at(b, path, "root", 0, nworld - 1);
+    mb.group = r.int32_at(b, path, "group", 0, ngroups - 1);
+    mb.pp_stage = r.int32_at(b, path, "pp_stage", 0);
+    mb.bytes = r.int64(r.at(b, path, "bytes"), key_path(path, "bytes"), 0, INT64_MAX);
+    const std::string pp = key_path(path, "params");
+    const json& ps = r.array_at(b, path, "params");
+    mb.params.reserve(ps.size());
+    for (size_t j = 0; j < ps.size(); ++j) {
+      mb.params.push_back(static_cast<uint32_t>(
+          r.int64(ps[j], index_path(pp, j), 0, static_cast<int64_t>(params.size()) - 1)));
+    }
+    plan.buckets.push_back(std::move(mb));
+  }
+
+  plan.params.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    read_param(r, params[i], index_path("params", i), i, plan, transfer_slices, fanout_slices);
+  }
+}
+
+}  // namespace
+
+Plan decode_plan(const std::vector<uint8_t>& bytes, const std::string& origin) {
+  size_t first = 0;
+  while (first < bytes.size() &&
+         (bytes[first] == ' ' || bytes[first] == '\t' || bytes[first] == '\n' || bytes[first] == '\r')) {
+    ++first;
+  }
+  if (first == bytes.size()) throw config_error(origin + ": empty plan file");
+  const bool is_json = bytes[first] == '{';
+
+  Plan plan;
+  PlanSax sax(plan);
+  const bool ok = json::sax_parse(bytes.begin(), bytes.end(), &sax,
+                                  is_json ? json::input_format_t::json : json::input_format_t::cbor);
+  if (!ok) {
+    // nlohmann names the position: "line 3, column 9" for JSON, "byte 57" for CBOR.
+    throw config_error(origin + ": " + (sax.error().empty() ? std::string("malformed plan") : sax.error()));
+  }
+  Reader reader(origin);
+  try {
+    read_document(reader, sax.root(), plan, sax.transfer_slices(), sax.fanout_slices());
+  } catch (const json::exception& e) {  // defensive: the typed reads above check before they convert
+    throw config_error(origin + ": " + e.what());
+  }
+  return plan;
+}
+
+}  // namespace reshard

@@ -1,0 +1,56 @@
+// Names of the plan enums, shared by the plan file and the command line.
+#include "reshard/core/plan_enums.h"
+
+#include <array>
+#include <utility>
+
+#include "reshard/core/error.h"
+
+namespace reshard {
+namespace {
+
+// One table per enum, so to_string and parse cannot drift apart.
+template <class E, size_t N>
+using Names = std::array<std::pair<E, const char*>, N>;
+
+constexpr Names<Path, 2> kPathNames{{{Path::Bulk, "bulk"}, {Path::Misc, "misc"}}};
+constexpr Names<Fanout, 2> kFanoutNames{{{Fanout::Direct, "direct"}, {Fanout::TwoPhase, "two-phase"}}};
+constexpr Names<BulkMode, 2> kBulkModeNames{{{BulkMode::Ffn, "ffn"}, {BulkMode::All, "all"}}};
+constexpr Names<GenLayout, 2> kGenLayoutNames{{{GenLayout::Hf, "hf"}, {GenLayout::Vllm, "vllm"}}};
+constexpr Names<FanoutMode, 3> kFanoutModeNames{
+    {{FanoutMode::Auto, "auto"}, {FanoutMode::Direct, "direct"}, {FanoutMode::TwoPhase, "two-phase"}}};
+
+template <class E, size_t N>
+const char* name_of(const Names<E, N>& names, E e) {
+  for (const auto& [value, name] : names) {
+    if (value == e) return name;
+  }
+  return "?";
+}
+
+template <class E, size_t N>
+E parse_name(const Names<E, N>& names, const std::string& s, const char* what) {
+  std::string accepted;
+  for (const auto& [value, name] : names) {
+    if (s == name) return value;
+    accepted += accepted.empty() ? "" : ", ";
+    accepted += name;
+  }
+  throw config_error(std::string("unknown ") + what + " '" + s + "' (expected one of: " + accepted + ")");
+}
+
+}  // namespace
+
+const char* to_string(Path p) { return name_of(kPathNames, p); }
+const char* to_string(Fanout f) { return name_of(kFanoutNames, f); }
+const char* to_string(BulkMode m) { return name_of(kBulkModeNames, m); }
+const char* to_string(GenLayout l) { return name_of(kGenLayoutNames, l); }
+const char* to_string(FanoutMode m) { return name_of(kFanoutModeNames, m); }
+
+Path parse_path(const std::string& s) { return parse_name(kPathNames, s, "path"); }
+Fanout parse_fanout(const std::string& s) { return parse_name(kFanoutNames, s, "fanout"); }
+BulkMode parse_bulk_mode(const std::string& s) { return parse_name(kBulkModeNames, s, "bulk mode"); }
+GenLayout parse_gen_layout(const std::string& s) { return parse_name(kGenLayoutNames, s, "gen layout"); }
+FanoutMode parse_fanout_mode(const std::string& s) { return parse_name(kFanoutModeNames, s, "fanout mode"); }
+
+}  // namespace reshard

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# CLI tests of `reshard plan` and `reshard inspect`: usage: cli_test.sh RESHARD SOURCE_DIR CASE
+# Each case runs in a fresh temporary directory and exits non-zero (with a reason) on failure.
+set -u
+RESHARD=$1
+SRC=$2
+CASE=$3
+MODEL=$SRC/plans/qwen3-4b.json
+SYSTEM=$SRC/plans/qwen3-4b-dp8-tp8.json
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 1
+
+fail() { echo "FAIL [$CASE]: $*" >&2; exit 1; }
+# expect_rc CODE CMD...: runs CMD (stdout -> out.txt, stderr -> err.txt) and checks its exit status.
+expect_rc() {
+  local want=$1; shift
+  "$@" >out.txt 2>err.txt
+  local got=$?
+  [ "$got" -eq "$want" ] || { cat err.txt >&2; fail "exit $got, expected $want: $*"; }
+}
+contains() { grep -qF -- "$2" "$1" || { cat "$1" >&2; fail "$1 lacks '$2'"; }; }
+
+# A small MoE model (8 experts, 4 layers) in the metadata format, for configs with EP and PP.
+write_moe_model() {
+  {
+    echo '{"model": "tiny-moe", "params": {'
+    echo '"model.embed_tokens.weight": {"shape": [128, 32], "dtype": "bfloat16"},'
+    for l in 0 1 2 3; do
+      echo "\"model.layers.$l.self_attn.q_proj.weight\": {\"shape\": [32, 32], \"dtype\": \"bfloat16\"},"
+      for e in 0 1 2 3 4 5 6 7; do
+        for proj in gate_proj up_proj; do
+          echo "\"model.layers.$l.mlp.experts.$e.$proj.weight\": {\"shape\": [24, 32], \"dtype\": \"BF16\"},"
+        done
+        echo "\"model.layers.$l.mlp.experts.$e.down_proj.weight\": {\"shape\": [32, 24], \"dtype\": \"torch.bfloat16\"},"
+      done
+    done
+    echo '"model.norm.weight": {"shape": [32], "dtype": "float32"}}}'
+  } >"$1"
+}
+
+case $CASE in
+plan_json_and_cbor)
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.cbor
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.bin --format cbor
+  contains plan.json '"format": "reshard-plan"'
+  cmp -s plan.cbor plan.bin || fail "--format cbor differs from the .cbor extension's choice"
+  head -c 1 plan.cbor | grep -q '{' && fail "plan.cbor looks like JSON"
+  # Both formats carry the same plan.
+  "$RESHARD" inspect plan.json --json >a.txt || fail "inspect plan.json"
+  "$RESHARD" inspect plan.cbor --json >b.txt || fail "inspect plan.cbor"
+  cmp -s a.txt b.txt || fail "inspect differs between the JSON and CBOR plan"
+  ;;
+deterministic)
+  for f in json cbor; do
+    expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o one.$f
+    expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o two.$f
+    cmp one.$f two.$f || fail "two runs gave different $f plans"
+  done
+  ;;
+no_overwrite_without_force)
+  echo "keep me" >plan.json
+  expect_rc 2 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json
+  contains err.txt "--force"
+  [ "$(cat plan.json)" = "keep me" ] || fail "plan.json was modified"
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json --force
+  contains plan.json '"format": "reshard-plan"'
+  [ "$(ls | grep -c tmp)" -eq 0 ] || fail "temporary files left: $(ls)"
+  ;;
+config_errors_listed_together)
+  expect_rc 2 "$RESHARD" plan --model missing.json --train-gpus 12 --train tp=8,pp=1,bogus=2 --gen-gpus 8 \
+    --gen tp=8,ep=4 --bucket-bytes 1.5G --bulk some --fanout sideways --exclude '(' -o plan.json
+  for part in "missing.json" "--train: unknown key 'bogus'" "train: num_gpus 12 is not divisible by tp*pp = 8" \
+    "gen: ep 4 must be 1 or equal tp = 8" "--bucket-bytes: '1.5G'" "--bulk" "--fanout" "--exclude: bad regex"; do
+    contains err.txt "$part"
+  done
+  [ -z "$(ls | grep -v -e out.txt -e err.txt)" ] || fail "files left behind: $(ls)"
+  # Planner-level problems (experts vs ep, stages) join the flag problems in one message.
+  write_moe_model moe.json
+  expect_rc 2 "$RESHARD" plan --model moe.json --train-gpus 12 --train ep=3,pp=3 --gen-gpus 4 --gen tp=4 \
+    --first-stage-layers 2 --last-stage-layers 2 --mtp-layers x -o plan.json
+  contains err.txt "experts are not divisible by train ep=3"
+  contains err.txt "--mtp-layers: 'x' is not an integer"
+  [ ! -e plan.json ] || fail "plan.json written despite errors"
+  # A malformed system file names the file and the byte.
+  echo '{"train": {"num_gpus": 8,}' >bad.json
+  expect_rc 2 "$RESHARD" plan --model "$MODEL" --system bad.json
+  contains err.txt "bad.json: malformed JSON at byte"
+  # --system and the flags are exclusive.
+  expect_rc 2 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" --gen-gpus 8
+  contains err.txt "--system cannot be combined"
+  # CLI11's own parse errors exit 2 as well.
+  expect_rc 2 "$RESHARD" plan --model "$MODEL" --no-such-flag
+  expect_rc 2 "$RESHARD" plan --system "$SYSTEM"
+  ;;
+system_file_equals_flags)
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o sys.json
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --train-gpus 8 --train tp=1,pp=1,ep=1,cp=1 --gen-gpus 8 --gen tp=8 \
+    -o flags.json
+  cmp sys.json flags.json || fail "qwen3-4b: --system and flags give different plans"
+  write_moe_model moe.json
+  expect_rc 0 "$RESHARD" plan --model moe.json --system "$SRC/plans/qwen3-30b-ep8pp2-tp8dp2.json" -o sys.cbor
+  expect_rc 0 "$RESHARD" plan --model moe.json --train-gpus 16 --train tp=1,pp=2,ep=8,etp=1,cp=1 --gen-gpus 16 \
+    --gen tp=8,ep=1 -o flags.cbor
+  cmp sys.cbor flags.cbor || fail "ep8pp2 -> tp8dp2: --system and flags give different plans"
+  ;;
+plan_summary)
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM"
+  contains out.txt "bulk 5.01 GiB (66.9 %)"
+  contains out.txt "efficiency   1.000"
+  [ -z "$(ls | grep -v -e out.txt -e err.txt)" ] || fail "a file was written without -o"
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o p.json --summary
+  contains out.txt "fingerprint"
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o q.json
+  [ -s out.txt ] && fail "-o without --summary printed a summary"
+  contains err.txt "wrote q.json"
+  ;;
+inspect)
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.cbor --summary
+  mv out.txt plan_summary.txt
+  expect_rc 0 "$RESHARD" inspect plan.cbor
+  cmp -s out.txt plan_summary.txt || fail "inspect summary differs from plan --summary"
+  fp=$(grep '^fingerprint' out.txt | awk '{print $2}')
+  [ -n "$fp" ] || fail "no fingerprint in the summary"
+  expect_rc 0 "$RESHARD" inspect plan.cbor --rank 9
+  contains out.txt "     9 gen"
+  [ "$(wc -l <out.txt)" -eq 2 ] || fail "--rank 9 printed more than one row"
+  expect_rc 0 "$RESHARD" inspect plan.cbor --param model.layers.3.mlp.down_proj.weight
+  contains out.txt "dst        tp=8  ranks [8, 9, 10, 11, 12, 13, 14, 15]  [S(1)]"
+  contains out.txt "transfers  8"
+  contains out.txt "src_local"
+  expect_rc 0 "$RESHARD" inspect plan.cbor --param model.norm.weight
+  contains out.txt "bucket"
+  expect_rc 0 "$RESHARD" inspect plan.cbor --json --rank 3 --param model.layers.0.mlp.up_proj.weight
+  contains out.txt "\"fingerprint\": \"$fp\""
+  contains out.txt '"transfer_count": 8'
+  [ "$(grep -c '"rank":' out.txt)" -eq 1 ] || fail "--json --rank 3 lists other ranks"
+  if command -v python3 >/dev/null; then python3 -m json.tool out.txt >/dev/null || fail "--json is not JSON"; fi
+  expect_rc 2 "$RESHARD" inspect plan.cbor --param no.such.param
+  contains err.txt "no param named 'no.such.param'"
+  expect_rc 2 "$RESHARD" inspect plan.cbor --rank 16
+  contains err.txt "outside the plan's world of 16 ranks"
+  expect_rc 2 "$RESHARD" inspect missing.json
+  echo '{"format": "something-else"}' >other.json
+  expect_rc 2 "$RESHARD" inspect other.json
+  ;;
+*)
+  fail "unknown case"
+  ;;
+esac
+echo "PASS [$CASE]"
