@@ -61,11 +61,12 @@ std::vector<CustomRule> parse_rules(const std::string& json_text, const std::str
     }
     CustomRule c;
     c.pattern = r["match"].get<std::string>();
+    bool regex_ok = true;
     try {
       c.re = std::regex(c.pattern, std::regex::ECMAScript | std::regex::optimize);
     } catch (const std::regex_error& e) {
       problems.add(where + ": bad regex '" + c.pattern + "': " + e.what());
-      continue;
+      regex_ok = false;
     }
     const std::string path = r.value("path", std::string("bulk"));
     if (path == "bulk") c.path = Path::Bulk;
@@ -80,7 +81,7 @@ std::vector<CustomRule> parse_rules(const std::string& json_text, const std::str
     for (const auto& [key, value] : r.items())
       if (key != "match" && key != "path" && key != "train_shard_dim" && key != "gen_shard_dim" && key != "expert")
         problems.add(where + ": unknown key '" + key + "'");
-    out.push_back(std::move(c));
+    if (regex_ok) out.push_back(std::move(c));
   }
   return out;
 }
