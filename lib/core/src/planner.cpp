@@ -144,7 +144,10 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
     const int l = layer_index(p.name);
     const bool mtp_param = p.name.rfind("mtp.", 0) == 0 || (l >= 0 && is_mtp_layer(l));
     c.rule = classify_param(p.name, p.shape.n, p.grouped_expert, options.bulk, options.gen_layout, custom);
-    if (mtp_param) c.rule = ParamRule{Path::Misc, "mtp"};
+    if (mtp_param) {
+      c.rule = ParamRule{};
+      c.rule.rule = "mtp";
+    }
     if (p.grouped_expert && c.rule.path == Path::Bulk) {
       const int64_t e = p.shape[0];
       if (tp.ep > 0 && e % tp.ep != 0)
