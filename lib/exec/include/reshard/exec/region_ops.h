@@ -1,0 +1,31 @@
+// Element-region operations on local storage tensors: fill with the verification pattern, count
+// wrong bytes, pack a strided box into a contiguous buffer and unpack it back. Host versions live
+// in host_region_ops.cpp; the CUDA kernels (cuda_region_ops.cu) implement the same contract on
+// device memory and must agree byte for byte.
+#pragma once
+#include <cstdint>
+
+#include "reshard/core/box.h"
+
+namespace reshard {
+
+// One param's region inside a local storage tensor (row-major, no padding).
+struct RegionSpec {
+  Dims storage_shape;   // shape of the whole local storage tensor
+  Dims storage_offset;  // where the region starts inside the storage
+  Dims extent;          // region extent (same rank as storage_shape)
+  Dims global_shape;    // the param's global shape
+  Dims global_offset;   // the region's origin in the param's global coordinates
+  int elem_size = 2;    // bytes per element
+  uint64_t seed = 0;    // param_seed(param name) (pattern.h)
+};
+
+// Writes pattern_byte(seed, global_linear_index * elem_size + b) into every byte of the region.
+void host_fill_pattern(void* storage, const RegionSpec& r);
+// Number of bytes in the region that differ from the pattern.
+int64_t host_count_wrong(const void* storage, const RegionSpec& r);
+// Copies the box (offset, extent) of a row-major tensor of `shape` into/out of a dense buffer.
+void host_pack(const void* tensor, const Dims& shape, const Dims& offset, const Dims& extent, int elem_size, void* out);
+void host_unpack(const void* in, void* tensor, const Dims& shape, const Dims& offset, const Dims& extent, int elem_size);
+
+}  // namespace reshard
