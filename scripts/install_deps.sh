@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Installs the build and test dependencies with apt-get, only those that are missing.
 # Uses sudo when not root. Safe to run again: it does nothing when everything is installed.
+# --fuzz also installs clang and its runtimes (libFuzzer, sanitizers) for scripts/fuzz.sh.
+# --plots also installs python3-matplotlib for scripts/plot_results.py (nothing else needs it).
 set -euo pipefail
 
 PACKAGES=(cmake g++ make libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev openmpi-bin libopenmpi-dev)
+for arg in "$@"; do
+  case "$arg" in
+    --fuzz) PACKAGES+=(clang libclang-rt-dev) ;;
+    --plots) PACKAGES+=(python3-matplotlib) ;;
+    *) echo "install_deps: unknown flag '$arg' (known: --fuzz, --plots)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do

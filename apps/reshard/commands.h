@@ -12,5 +12,6 @@ void add_plan_command(CLI::App& app, Action& action);     // reshard plan
 void add_inspect_command(CLI::App& app, Action& action);  // reshard inspect
 void add_verify_command(CLI::App& app, Action& action);   // reshard verify (static, or --execute under mpirun)
 void add_run_command(CLI::App& app, Action& action);      // reshard run (under mpirun)
+void add_simulate_command(CLI::App& app, Action& action);  // reshard simulate
 
 }  // namespace reshard::cli

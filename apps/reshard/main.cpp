@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   reshard::cli::add_inspect_command(app, action);
   reshard::cli::add_verify_command(app, action);
   reshard::cli::add_run_command(app, action);
+  reshard::cli::add_simulate_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,114 @@
+// reshard simulate: predicts a plan's time on a system (preset and/or explicit link parameters).
+// Pure computation over the plan file: no MPI, no GPU. Every bad flag is reported at once (exit 2).
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+
+#include "commands.h"
+#include "reshard/core/error.h"
+#include "reshard/core/plan_io.h"
+#include "reshard/core/simulate.h"
+#include "reshard/core/system_presets.h"
+#include "reshard/core/units.h"
+
+namespace reshard::cli {
+namespace {
+
+struct SimulateArgs {
+  std::string plan, system = "h100-nvl8-ib400";
+  std::string gpus_per_node, nvlink_gbps, nic_gbps, latency_us, nvlink_latency_us, nic_latency_us, launch_us,
+      per_op_us, streams, batch_ops, batch_bytes;
+  bool json = false;
+};
+
+// A finite non-negative decimal number, the whole text.
+std::optional<double> parse_real(const std::string& text, const std::string& flag, Problems& problems) {
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !(v >= 0)) {
+    problems.add(flag + ": expected a non-negative number, got '" + text + "'");
+    return std::nullopt;
+  }
+  return v;
+}
+
+template <class F>
+void guarded(Problems& problems, F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::Config) throw;
+    problems.add(e.what());
+  }
+}
+
+int run_simulate(const SimulateArgs& a) {
+  Problems problems;
+  SystemModel m;
+  guarded(problems, [&] { m = find_system_preset(a.system); });
+  auto real = [&](const std::string& text, const char* flag, double& out) {
+    if (text.empty()) return;
+    if (auto v = parse_real(text, flag, problems)) out = *v;
+  };
+  auto integer = [&](const std::string& text, const char* flag, auto& out, int64_t min, int64_t max) {
+    if (text.empty()) return;
+    guarded(problems, [&] { out = static_cast<std::remove_reference_t<decltype(out)>>(parse_integer(text, flag, min, max)); });
+  };
+  integer(a.gpus_per_node, "--gpus-per-node", m.gpus_per_node, 1, INT64_MAX);
+  real(a.nvlink_gbps, "--nvlink-gbps", m.nvlink_gbps);
+  real(a.nic_gbps, "--nic-gbps", m.nic_gbps);
+  if (!a.latency_us.empty()) {
+    real(a.latency_us, "--latency-us", m.nvlink_latency_us);
+    real(a.latency_us, "--latency-us", m.nic_latency_us);
+  }
+  real(a.nvlink_latency_us, "--nvlink-latency-us", m.nvlink_latency_us);
+  real(a.nic_latency_us, "--nic-latency-us", m.nic_latency_us);
+  real(a.launch_us, "--launch-us", m.launch_us);
+  real(a.per_op_us, "--per-op-us", m.per_op_us);
+  integer(a.streams, "--streams", m.streams, 1, 1024);
+  integer(a.batch_ops, "--batch-ops", m.batch_ops, 1, INT64_MAX);
+  if (!a.batch_bytes.empty())
+    guarded(problems, [&] {
+      m.batch_bytes = parse_size(a.batch_bytes, "--batch-bytes");
+      m.max_message_bytes = m.batch_bytes;
+    });
+  validate_system_model(m, problems);
+  const size_t n = problems.list().size();
+  problems.throw_if_any("invalid simulate configuration (" + std::to_string(n) + (n == 1 ? " problem):" : " problems):"));
+
+  const Plan plan = load_plan(a.plan);
+  const SimResult r = simulate(plan, m);
+  if (a.json)
+    std::printf("%s\n", simulation_json(plan, r).dump(2).c_str());
+  else
+    std::fputs(format_simulation(plan, r).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Predict a plan's time on a system (alpha-beta model, no GPU needed)");
+  cmd->add_option("plan", args->plan, "Plan file (JSON or CBOR)")->required();
+  cmd->add_option("--system", args->system,
+                  "System preset: h100-nvl8-ib400 (default), h200-nvl8-ib400, gb200-nvl72, cpu-mpi-local");
+  cmd->add_option("--gpus-per-node", args->gpus_per_node, "Ranks per NVLink domain (rank / N = domain)");
+  cmd->add_option("--nvlink-gbps", args->nvlink_gbps, "NVLink GB/s (1e9 B/s) per direction per GPU");
+  cmd->add_option("--nic-gbps", args->nic_gbps, "NIC GB/s (1e9 B/s, not Gbit/s) per direction per GPU");
+  cmd->add_option("--latency-us", args->latency_us, "Latency per batch in us, both link classes");
+  cmd->add_option("--nvlink-latency-us", args->nvlink_latency_us, "Latency per batch over NVLink, us");
+  cmd->add_option("--nic-latency-us", args->nic_latency_us, "Latency per batch over the NIC, us");
+  cmd->add_option("--launch-us", args->launch_us, "Launch cost per stream per batch, us");
+  cmd->add_option("--per-op-us", args->per_op_us, "Cost per op in a batch, us");
+  cmd->add_option("--streams", args->streams, "Executor streams (default 2)");
+  cmd->add_option("--batch-ops", args->batch_ops, "Executor batch cap in ops (default 64)");
+  cmd->add_option("--batch-bytes", args->batch_bytes, "Executor batch cap in bytes, e.g. 256Mi (default)");
+  cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
+  cmd->callback([&action, args] { action = [args] { return run_simulate(*args); }; });
+}
+
+}  // namespace reshard::cli

@@ -1,0 +1,95 @@
+// Predicts how long a plan takes on a given system: an alpha-beta model over the plan's actual
+// transfers, per rank and per link class, walked in the executor's op order and batching.
+//
+// Model (docs/performance.md has the reasoning and the sources of the preset values):
+// - Ranks r and s share an NVLink domain iff r / gpus_per_node == s / gpus_per_node; otherwise
+//   their bytes cross the NIC. Each rank has four independent resources: NVLink send, NVLink
+//   receive, NIC send, NIC receive (full duplex; NVLink and NIC are separate).
+// - Op order is the executor's (lib/exec ops.h): units (a bulk param: its transfers, then its
+//   fan-outs; or a misc bucket) go to stream (train PP stage % streams) and are taken round-robin.
+//   Boxes above max_message_bytes are split.
+// - Each rank cuts its op list into batches exactly as the executor does (batch_ops ops or
+//   batch_bytes bytes, or before a broadcast of a param the batch already receives into). A batch
+//   costs launch_us per stream it uses + per_op_us per op + the largest latency of the link
+//   classes it uses + its busiest resource's bytes / bandwidth. Batches of a rank run back to
+//   back; a phase takes the slowest rank's sum. Peers are assumed to keep up (no waiting on a late
+//   peer), so the model is optimistic where ranks are imbalanced.
+// - Broadcasts (fan-out phase two, misc buckets) cost latency * log2(members) once. Inside one
+//   domain they are pipelined rings over NVLink (every member but the root receives the bytes,
+//   every member but the root's predecessor forwards them). A group spanning domains is a ring of
+//   domains: each domain receives the bytes once over the NIC, striped over its members' NICs (NCCL
+//   runs a channel per NIC), and forwards them inside over NVLink.
+// Pure function of (plan, model); no MPI, no GPU.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reshard/core/error.h"
+#include "reshard/core/plan.h"
+
+namespace reshard {
+
+struct SystemModel {
+  std::string name;
+  int64_t gpus_per_node = 8;       // ranks per NVLink domain
+  double nvlink_gbps = 370;        // GB/s (1e9 B/s) achievable per direction per GPU
+  double nic_gbps = 47;            // GB/s achievable per direction per GPU
+  double nvlink_latency_us = 3;    // per batch that uses NVLink
+  double nic_latency_us = 10;      // per batch that uses the NIC
+  double launch_us = 5;            // per stream a batch posts to (group call + kernel launch)
+  double per_op_us = 0.5;          // per op in a batch (enqueue cost)
+  // The executor's knobs (ExecOptions defaults).
+  int streams = 2;
+  int64_t batch_ops = 64;
+  int64_t batch_bytes = int64_t{256} << 20;
+  int64_t max_message_bytes = int64_t{256} << 20;
+};
+
+// Problems with the values (non-positive bandwidths, ...) are added to `problems`.
+void validate_system_model(const SystemModel& m, Problems& problems);
+
+struct SimPhase {
+  std::string name;  // "bulk.ppN", "fanout", "misc"
+  double seconds = 0;
+  int slowest_rank = 0;
+  int64_t batches = 0;  // on the slowest rank
+  int64_t ops = 0;      // on the slowest rank
+};
+
+enum class LinkResource : uint8_t { NvlinkSend, NvlinkRecv, NicSend, NicRecv };
+const char* to_string(LinkResource r);
+
+struct SimResult {
+  SystemModel model;
+  // Each bulk stage alone (its transfers and fan-outs), the fan-outs of all stages alone, and the
+  // misc buckets alone, as the rows of `reshard run` time them.
+  std::vector<SimPhase> phases;
+  double bulk_seconds = 0;      // every bulk stage together (interleaved over streams)
+  double misc_seconds = 0;      // == the "misc" phase
+  double sequential_seconds = 0;  // bulk then misc (the seed's order)
+  double total_seconds = 0;     // everything in the executor's order (misc interleaved)
+  int slowest_rank = 0;         // of the total
+  int64_t slowest_rank_batches = 0;
+  // Busiest (rank, resource) over the whole run: bytes / bandwidth.
+  int busiest_rank = 0;
+  LinkResource busiest_link = LinkResource::NicRecv;
+  int64_t busiest_link_bytes = 0;
+  double busiest_link_seconds = 0;
+  // Bytes on each link class, summed over ranks (sent side).
+  int64_t nvlink_bytes = 0, nic_bytes = 0;
+  // The plan's lower bound (compute_stats) and a time no schedule can beat on this system: the
+  // bytes a rank must receive over both its links at once, or a domain's distinct needed bytes
+  // entering through all its NICs, whichever is larger (misc bytes included).
+  int64_t lower_bound_bytes = 0;
+  double lower_bound_seconds = 0;
+};
+
+SimResult simulate(const Plan& plan, const SystemModel& model);
+
+nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r);
+std::string format_simulation(const Plan& plan, const SimResult& r);
+
+}  // namespace reshard

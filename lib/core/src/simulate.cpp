@@ -1,0 +1,468 @@
+// The alpha-beta simulation of a plan (see simulate.h for the model).
+#include "reshard/core/simulate.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "reshard/core/stats.h"
+#include "reshard/core/units.h"
+
+namespace reshard {
+
+const char* to_string(LinkResource r) {
+  switch (r) {
+    case LinkResource::NvlinkSend: return "nvlink-send";
+    case LinkResource::NvlinkRecv: return "nvlink-recv";
+    case LinkResource::NicSend: return "nic-send";
+    case LinkResource::NicRecv: return "nic-recv";
+  }
+  return "?";
+}
+
+void validate_system_model(const SystemModel& m, Problems& problems) {
+  auto positive = [&](double v, const char* what) {
+    if (!(v > 0) || !std::isfinite(v)) problems.add(std::string(what) + " must be positive, got " + std::to_string(v));
+  };
+  auto non_negative = [&](double v, const char* what) {
+    if (!(v >= 0) || !std::isfinite(v))
+      problems.add(std::string(what) + " must be non-negative, got " + std::to_string(v));
+  };
+  if (m.gpus_per_node < 1) problems.add("--gpus-per-node must be at least 1, got " + std::to_string(m.gpus_per_node));
+  positive(m.nvlink_gbps, "--nvlink-gbps");
+  positive(m.nic_gbps, "--nic-gbps");
+  non_negative(m.nvlink_latency_us, "NVLink latency (--latency-us)");
+  non_negative(m.nic_latency_us, "NIC latency (--latency-us)");
+  non_negative(m.launch_us, "--launch-us");
+  non_negative(m.per_op_us, "--per-op-us");
+  if (m.streams < 1) problems.add("--streams must be at least 1, got " + std::to_string(m.streams));
+  if (m.batch_ops < 1) problems.add("--batch-ops must be at least 1, got " + std::to_string(m.batch_ops));
+  if (m.batch_bytes < 1) problems.add("--batch-bytes must be positive, got " + std::to_string(m.batch_bytes));
+  if (m.max_message_bytes < 1)
+    problems.add("max message bytes must be positive, got " + std::to_string(m.max_message_bytes));
+}
+
+namespace {
+
+constexpr int kResources = 4;
+using Bytes4 = std::array<int64_t, kResources>;
+
+int res_index(bool nic, bool send) { return (nic ? 2 : 0) + (send ? 0 : 1); }
+
+// One op as one rank sees it.
+struct OpCost {
+  int stream = 0;
+  int64_t bytes = 0;      // wire bytes (batch byte cap)
+  Bytes4 res{};           // bytes on each of the rank's resources
+  double latency = 0;     // seconds
+  uint32_t param = 0;
+  bool receives = false;  // lands in this rank's storage (the executor tracks these params)
+  bool fanout_root = false;
+};
+
+struct RankState {
+  // Current batch.
+  int64_t ops = 0, bytes = 0;
+  Bytes4 res{};
+  double latency = 0;
+  uint32_t streams_used = 0;  // bit per stream (streams above 32 share bits; only the count matters)
+  int stream_count = 0;
+  std::vector<uint32_t> received;
+  // Totals.
+  double seconds = 0;
+  int64_t batches = 0, total_ops = 0;
+  Bytes4 total_res{};
+};
+
+// Which ops a run includes.
+struct Filter {
+  int stage = -1;  // bulk stage, -1: all
+  bool transfers = true, fanouts = true, misc = true;
+};
+
+class Walker {
+ public:
+  Walker(const Plan& plan, const SystemModel& m) : plan_(plan), m_(m), ranks_(plan.world()) {
+    beta_[0] = beta_[1] = m.nvlink_gbps * 1e9;
+    beta_[2] = beta_[3] = m.nic_gbps * 1e9;
+    domains_.resize(plan.groups.size());
+    for (size_t g = 0; g < plan.groups.size(); ++g)
+      for (int r : plan.groups[g].ranks) {  // sorted ranks: domains come in order
+        if (domains_[g].nodes.empty() || domains_[g].nodes.back() != node(r)) {
+          domains_[g].nodes.push_back(node(r));
+          domains_[g].count.push_back(0);
+        }
+        ++domains_[g].count.back();
+      }
+  }
+
+  void run(const Filter& f) {
+    const int streams = std::max(m_.streams, 1);
+    struct Unit {
+      bool bucket;
+      uint32_t index;
+    };
+    std::vector<std::vector<Unit>> queues(streams);
+    for (uint32_t p = 0; p < plan_.params.size(); ++p) {
+      const ParamPlan& param = plan_.params[p];
+      if (param.path == Path::Bulk) {
+        if ((f.transfers || f.fanouts) && (f.stage < 0 || f.stage == param.pp_stage))
+          queues[param.pp_stage % streams].push_back({false, p});
+      } else if (f.misc && param.bucket >= 0 && param.bucket < static_cast<int>(plan_.buckets.size())) {
+        const MiscBucket& b = plan_.buckets[param.bucket];
+        if (!b.params.empty() && b.params.front() == p)
+          queues[b.pp_stage % streams].push_back({true, static_cast<uint32_t>(param.bucket)});
+      }
+    }
+    std::vector<size_t> next(streams, 0);
+    for (bool more = true; more;) {
+      more = false;
+      for (int s = 0; s < streams; ++s) {
+        if (next[s] >= queues[s].size()) continue;
+        const Unit u = queues[s][next[s]++];
+        more = true;
+        if (u.bucket) {
+          bucket(u.index, s);
+        } else {
+          if (f.transfers) transfers(u.index, s);
+          if (f.fanouts) fanouts(u.index, s);
+        }
+      }
+    }
+    for (int r = 0; r < plan_.world(); ++r) flush(ranks_[r]);
+  }
+
+  const std::vector<RankState>& ranks() const { return ranks_; }
+  double beta(int res) const { return beta_[res]; }
+
+ private:
+  int64_t node(int rank) const { return rank / m_.gpus_per_node; }
+  double latency(bool nic) const { return (nic ? m_.nic_latency_us : m_.nvlink_latency_us) * 1e-6; }
+
+  // Pieces of `bytes` after the executor's split at max_message_bytes.
+  template <class F>
+  void split(int64_t bytes, F&& each) const {
+    const int64_t cap = std::max<int64_t>(m_.max_message_bytes, 1);
+    if (bytes <= cap) return each(bytes);
+    for (int64_t left = bytes; left > 0; left -= cap) each(std::min(left, cap));
+  }
+
+  void transfers(uint32_t p, int stream) {
+    const ParamPlan& param = plan_.params[p];
+    const int64_t es = dtype_size(param.dtype);
+    for (uint64_t i = param.transfer_begin; i < param.transfer_begin + param.transfer_count; ++i) {
+      const Transfer& t = plan_.transfers[i];
+      const bool nic = node(t.src) != node(t.dst);
+      split(t.box.elements() * es, [&](int64_t b) {
+        OpCost send;
+        send.stream = stream;
+        send.bytes = b;
+        send.res[res_index(nic, true)] = b;
+        send.latency = latency(nic);
+        send.param = p;
+        post(t.src, send);
+        OpCost recv = send;
+        recv.res = {};
+        recv.res[res_index(nic, false)] = b;
+        recv.receives = true;
+        post(t.dst, recv);
+      });
+    }
+  }
+
+  // A broadcast of `bytes` from `root` over group `g`, posted by every member. Inside one domain: a
+  // pipelined ring (every member but the root receives, every member but the tail forwards). Across
+  // domains: a ring of domains, each entered once and its crossing striped over the NICs of its
+  // members (NCCL runs one channel per NIC), then forwarded inside the domain over NVLink.
+  void broadcast(int g, int root, int64_t bytes, uint32_t param, int stream, bool fanout) {
+    const std::vector<int>& members = plan_.groups[g].ranks;
+    const size_t n = members.size();
+    if (n < 2) return;
+    const GroupDomains& gd = domains_[g];
+    const bool nic = gd.nodes.size() > 1;
+    const int64_t root_node = node(root);
+    const size_t root_d = static_cast<size_t>(
+        std::lower_bound(gd.nodes.begin(), gd.nodes.end(), root_node) - gd.nodes.begin());
+    const int64_t tail_node = gd.nodes[(root_d + gd.nodes.size() - 1) % gd.nodes.size()];
+    const auto root_it = std::lower_bound(members.begin(), members.end(), root);
+    const int tail = members[(static_cast<size_t>(root_it - members.begin()) + n - 1) % n];
+    const double lat = latency(nic) * std::ceil(std::log2(static_cast<double>(n)));
+    split(bytes, [&](int64_t b) {
+      for (int r : members) {
+        OpCost op;
+        op.stream = stream;
+        op.bytes = b;
+        if (!nic) {
+          if (r != root) op.res[res_index(false, false)] = b;
+          if (r != tail) op.res[res_index(false, true)] = b;
+        } else {
+          const int64_t d = node(r);
+          const int64_t k = gd.count[static_cast<size_t>(
+              std::lower_bound(gd.nodes.begin(), gd.nodes.end(), d) - gd.nodes.begin())];
+          const int64_t share = (b + k - 1) / k;  // this member's part of the domain's crossing
+          if (d != root_node) op.res[res_index(true, false)] = share;
+          if (d != tail_node) op.res[res_index(true, true)] = share;
+          if (r != root) op.res[res_index(false, false)] = d == root_node ? b : b - share;
+          op.res[res_index(false, true)] = b * (k - 1) / k;
+        }
+        op.latency = lat;
+        op.param = param;
+        op.receives = r != root;
+        op.fanout_root = fanout && r == root;
+        post(r, op);
+      }
+    });
+  }
+
+  void fanouts(uint32_t p, int stream) {
+    const ParamPlan& param = plan_.params[p];
+    const int64_t es = dtype_size(param.dtype);
+    for (uint64_t i = param.fanout_begin; i < param.fanout_begin + param.fanout_count; ++i) {
+      const FanoutOp& f = plan_.fanouts[i];
+      if (f.group < 0 || f.group >= static_cast<int>(plan_.groups.size())) continue;
+      broadcast(f.group, f.root, f.box.elements() * es, p, stream, true);
+    }
+  }
+
+  void bucket(uint32_t b, int stream) {
+    const MiscBucket& bucket = plan_.buckets[b];
+    if (bucket.group < 0 || bucket.group >= static_cast<int>(plan_.groups.size())) return;
+    broadcast(bucket.group, bucket.root, bucket.bytes, bucket.params.empty() ? 0 : bucket.params.front(), stream,
+              false);
+  }
+
+  void post(int rank, const OpCost& op) {
+    RankState& s = ranks_[rank];
+    const bool depends =
+        op.fanout_root && std::find(s.received.begin(), s.received.end(), op.param) != s.received.end();
+    if (s.ops > 0 && (s.ops >= m_.batch_ops || s.bytes + op.bytes > m_.batch_bytes || depends)) flush(s);
+    ++s.ops;
+    s.bytes += op.bytes;
+    for (int i = 0; i < kResources; ++i) {
+      s.res[i] += op.res[i];
+      s.total_res[i] += op.res[i];
+    }
+    s.latency = std::max(s.latency, op.latency);
+    const uint32_t bit = 1u << (op.stream % 32);
+    if (!(s.streams_used & bit)) {
+      s.streams_used |= bit;
+      ++s.stream_count;
+    }
+    if (op.receives) s.received.push_back(op.param);
+  }
+
+  void flush(RankState& s) {
+    if (s.ops == 0) return;
+    double wire = 0;
+    for (int i = 0; i < kResources; ++i) wire = std::max(wire, static_cast<double>(s.res[i]) / beta_[i]);
+    s.seconds += m_.launch_us * 1e-6 * s.stream_count + m_.per_op_us * 1e-6 * static_cast<double>(s.ops) +
+                 s.latency + wire;
+    ++s.batches;
+    s.total_ops += s.ops;
+    s.ops = s.bytes = 0;
+    s.res = {};
+    s.latency = 0;
+    s.streams_used = 0;
+    s.stream_count = 0;
+    s.received.clear();
+  }
+
+  const Plan& plan_;
+  const SystemModel& m_;
+  std::vector<RankState> ranks_;
+  struct GroupDomains {
+    std::vector<int64_t> nodes, count;  // the domains a group touches (ascending) and its members in each
+  };
+  std::vector<GroupDomains> domains_;
+  std::array<double, kResources> beta_{};
+};
+
+SimPhase slowest(const std::string& name, const std::vector<RankState>& ranks) {
+  SimPhase p;
+  p.name = name;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (ranks[r].seconds > p.seconds) {
+      p.seconds = ranks[r].seconds;
+      p.slowest_rank = static_cast<int>(r);
+      p.batches = ranks[r].batches;
+      p.ops = ranks[r].total_ops;
+    }
+  return p;
+}
+
+SimPhase run_phase(const Plan& plan, const SystemModel& m, const std::string& name, const Filter& f) {
+  Walker w(plan, m);
+  w.run(f);
+  return slowest(name, w.ranks());
+}
+
+// See SimResult::lower_bound_seconds.
+double lower_bound_time(const Plan& plan, const SystemModel& m, const PlanStats& stats) {
+  int64_t misc = 0;
+  for (const MiscBucket& b : plan.buckets) misc += b.bytes;
+  const double both = (m.nvlink_gbps + m.nic_gbps) * 1e9;
+  double t = static_cast<double>(stats.lower_bound_bytes) / both;
+  for (int r = plan.train_world(); r < plan.world(); ++r)
+    t = std::max(t, static_cast<double>(stats.ranks[r].lower_bound_bytes + misc) / both);
+  // Domains without train ranks: each distinct box their gen ranks hold enters through their NICs.
+  std::set<int64_t> train_nodes;
+  for (int r = 0; r < plan.train_world(); ++r) train_nodes.insert(r / m.gpus_per_node);
+  std::map<int64_t, int64_t> node_ranks, node_bytes;
+  for (int r = plan.train_world(); r < plan.world(); ++r) {
+    const int64_t n = r / m.gpus_per_node;
+    if (train_nodes.count(n)) continue;
+    if (node_ranks[n]++ == 0) node_bytes[n] += misc;
+  }
+  if (node_ranks.empty()) return t;
+  std::set<std::tuple<int64_t, uint32_t, std::vector<int64_t>>> seen;
+  for (uint32_t p = 0; p < plan.params.size(); ++p) {
+    const ParamPlan& param = plan.params[p];
+    if (param.path != Path::Bulk) continue;
+    for (int f = 0; f < param.dst.mesh.size(); ++f) {
+      const int64_t n = param.dst.mesh.ranks[f] / m.gpus_per_node;
+      if (!node_ranks.count(n)) continue;
+      const Box b = param.dst.local_box(param.shape, f);
+      if (b.elements() == 0) continue;
+      if (seen.emplace(n, p, b.offset.to_vector()).second) node_bytes[n] += b.elements() * dtype_size(param.dtype);
+    }
+  }
+  for (const auto& [n, bytes] : node_bytes)
+    t = std::max(t, static_cast<double>(bytes) / (static_cast<double>(node_ranks[n]) * m.nic_gbps * 1e9));
+  return t;
+}
+
+}  // namespace
+
+SimResult simulate(const Plan& plan, const SystemModel& model) {
+  Problems problems;
+  validate_system_model(model, problems);
+  problems.throw_if_any("invalid system model '" + model.name + "':");
+  SimResult r;
+  r.model = model;
+  const int stages = std::max(plan.system.train.pp, 1);
+  for (int s = 0; s < stages; ++s)
+    r.phases.push_back(run_phase(plan, model, "bulk.pp" + std::to_string(s), {s, true, true, false}));
+  r.phases.push_back(run_phase(plan, model, "fanout", {-1, false, true, false}));
+  r.phases.push_back(run_phase(plan, model, "misc", {-1, false, false, true}));
+  r.misc_seconds = r.phases.back().seconds;
+  r.bulk_seconds = run_phase(plan, model, "bulk", {-1, true, true, false}).seconds;
+  r.sequential_seconds = r.bulk_seconds + r.misc_seconds;
+
+  Walker all(plan, model);
+  all.run({});
+  const SimPhase total = slowest("total", all.ranks());
+  r.total_seconds = total.seconds;
+  r.slowest_rank = total.slowest_rank;
+  r.slowest_rank_batches = total.batches;
+  for (size_t rank = 0; rank < all.ranks().size(); ++rank) {
+    const RankState& s = all.ranks()[rank];
+    r.nvlink_bytes += s.total_res[0];
+    r.nic_bytes += s.total_res[2];
+    for (int i = 0; i < kResources; ++i) {
+      const double t = static_cast<double>(s.total_res[i]) / all.beta(i);
+      if (t > r.busiest_link_seconds) {
+        r.busiest_link_seconds = t;
+        r.busiest_link_bytes = s.total_res[i];
+        r.busiest_rank = static_cast<int>(rank);
+        r.busiest_link = static_cast<LinkResource>(i);
+      }
+    }
+  }
+  const PlanStats stats = compute_stats(plan);
+  r.lower_bound_bytes = stats.lower_bound_bytes;
+  r.lower_bound_seconds = lower_bound_time(plan, model, stats);
+  return r;
+}
+
+nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
+  using nlohmann::ordered_json;
+  const SystemModel& m = r.model;
+  auto par = [](const Parallelism& p) {
+    return ordered_json{{"num_gpus", p.num_gpus}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep}, {"etp", p.etp}, {"dp", p.dp}};
+  };
+  ordered_json phases = ordered_json::array();
+  for (const SimPhase& p : r.phases)
+    phases.push_back({{"phase", p.name},
+                      {"time_ms", p.seconds * 1e3},
+                      {"slowest_rank", p.slowest_rank},
+                      {"batches", p.batches},
+                      {"ops", p.ops}});
+  return ordered_json{
+      {"format", "reshard-simulate"},
+      {"version", 1},
+      {"plan",
+       {{"fingerprint", plan.fingerprint},
+        {"model", plan.model_name},
+        {"train", par(plan.system.train)},
+        {"gen", par(plan.system.gen)},
+        {"transfers", plan.transfers.size()},
+        {"fanouts", plan.fanouts.size()},
+        {"buckets", plan.buckets.size()}}},
+      {"system",
+       {{"name", m.name},
+        {"gpus_per_node", m.gpus_per_node},
+        {"nvlink_gbps", m.nvlink_gbps},
+        {"nic_gbps", m.nic_gbps},
+        {"nvlink_latency_us", m.nvlink_latency_us},
+        {"nic_latency_us", m.nic_latency_us},
+        {"launch_us", m.launch_us},
+        {"per_op_us", m.per_op_us},
+        {"streams", m.streams},
+        {"batch_ops", m.batch_ops},
+        {"batch_bytes", m.batch_bytes}}},
+      {"phases", phases},
+      {"bulk_time_ms", r.bulk_seconds * 1e3},
+      {"misc_time_ms", r.misc_seconds * 1e3},
+      {"sequential_time_ms", r.sequential_seconds * 1e3},
+      {"total_time_ms", r.total_seconds * 1e3},
+      {"slowest_rank", r.slowest_rank},
+      {"slowest_rank_batches", r.slowest_rank_batches},
+      {"busiest_link",
+       {{"rank", r.busiest_rank},
+        {"resource", to_string(r.busiest_link)},
+        {"bytes", r.busiest_link_bytes},
+        {"time_ms", r.busiest_link_seconds * 1e3}}},
+      {"nvlink_bytes", r.nvlink_bytes},
+      {"nic_bytes", r.nic_bytes},
+      {"lower_bound_bytes", r.lower_bound_bytes},
+      {"lower_bound_time_ms", r.lower_bound_seconds * 1e3},
+      {"predicted_over_lower_bound", r.lower_bound_seconds > 0 ? r.total_seconds / r.lower_bound_seconds : 1.0}};
+}
+
+std::string format_simulation(const Plan& plan, const SimResult& r) {
+  const SystemModel& m = r.model;
+  std::string out;
+  char buf[512];
+  auto line = [&](const char* fmt, auto... xs) {
+    std::snprintf(buf, sizeof buf, fmt, xs...);
+    out += buf;
+  };
+  line("# reshard simulate: %s, %d train + %d gen ranks, fingerprint %s\n", plan.model_name.c_str(),
+       plan.train_world(), plan.gen_world(), plan.fingerprint.c_str());
+  line("#  system %s: %lld GPUs per NVLink domain, NVLink %.1f GB/s, NIC %.1f GB/s (per direction per GPU)\n",
+       m.name.c_str(), static_cast<long long>(m.gpus_per_node), m.nvlink_gbps, m.nic_gbps);
+  line("#  latency %.1f us NVLink / %.1f us NIC, launch %.1f us, per op %.2f us; streams %d, batch %lld ops / %s\n",
+       m.nvlink_latency_us, m.nic_latency_us, m.launch_us, m.per_op_us, m.streams, static_cast<long long>(m.batch_ops),
+       format_bytes(m.batch_bytes).c_str());
+  line("#\n#%-27s %12s %13s %9s %10s\n", " phase", "time_ms", "slowest_rank", "batches", "ops");
+  for (const SimPhase& p : r.phases)
+    line(" %-27s %12.3f %13d %9lld %10lld\n", p.name.c_str(), p.seconds * 1e3, p.slowest_rank,
+         static_cast<long long>(p.batches), static_cast<long long>(p.ops));
+  line(" %-27s %12.3f\n", "bulk (all stages)", r.bulk_seconds * 1e3);
+  line(" %-27s %12.3f\n", "sequential (bulk, then misc)", r.sequential_seconds * 1e3);
+  line(" %-27s %12.3f %13d %9lld\n", "total (executor order)", r.total_seconds * 1e3, r.slowest_rank,
+       static_cast<long long>(r.slowest_rank_batches));
+  line("# busiest link: rank %d %s, %s, %.3f ms of wire time\n", r.busiest_rank, to_string(r.busiest_link),
+       format_bytes(r.busiest_link_bytes).c_str(), r.busiest_link_seconds * 1e3);
+  line("# bytes over NVLink %s, over NICs %s\n", format_bytes(r.nvlink_bytes).c_str(), format_bytes(r.nic_bytes).c_str());
+  line("# lower bound: %s on the busiest rank (plan), %.3f ms on this system; predicted total is %.2fx that\n",
+       format_bytes(r.lower_bound_bytes).c_str(), r.lower_bound_seconds * 1e3,
+       r.lower_bound_seconds > 0 ? r.total_seconds / r.lower_bound_seconds : 1.0);
+  return out;
+}
+
+}  // namespace reshard
