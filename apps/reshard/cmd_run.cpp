@@ -1,0 +1,31 @@
+// reshard run: execute a plan under mpirun, time it per phase, optionally check every byte.
+#include "commands.h"
+#include "exec_flags.h"
+#include "reshard/exec/control.h"
+#include "reshard/exec/runner.h"
+
+namespace reshard::cli {
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand("run", "Execute a plan under mpirun (mpirun -np TRAIN+GEN reshard run --plan PLAN)");
+  auto flags = std::make_shared<ExecFlags>();
+  cmd->add_option("--plan", flags->args.plan_path, "Plan file (JSON or CBOR) from `reshard plan`")->required();
+  cmd->add_option("--algo", flags->args.algo, "reshard (the plan) or golden (broadcast every shard whole)")
+      ->check(CLI::IsMember({"reshard", "golden"}));
+  cmd->add_option("--iters", flags->args.iters, "Timed iterations");
+  cmd->add_option("--warmup", flags->args.warmup, "Untimed warm-up iterations");
+  cmd->add_flag("--check", flags->args.check, "Verify every destination byte after the run (exit 1 on any wrong byte)");
+  cmd->add_option("--json", flags->args.json_path, "Also write the results as JSON to this file");
+  cmd->add_flag("--force", flags->args.force, "Replace an existing --json file");
+  add_exec_flags(*cmd, *flags);
+  cmd->callback([flags, &action, &app] {
+    action = [flags, &app] {
+      RunArgs args = finish_exec_flags(*flags, app);
+      if (!Control::built())
+        throw config_error("`reshard run` needs MPI, and MPI support was not built (configure with RESHARD_WITH_MPI=ON)");
+      return run_main(args);
+    };
+  });
+}
+
+}  // namespace reshard::cli

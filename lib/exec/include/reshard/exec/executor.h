@@ -1,0 +1,81 @@
+// The executor: allocates a rank's storages (its own shards only) plus bounded staging, fills and
+// checks them, and walks its op list through a Transport in bounded batches.
+//
+// Batching: ops are posted in list order; a batch ends when it holds `batch_ops` ops or
+// `batch_bytes` bytes, when staging is full, or before a fan-out broadcast this rank roots if the
+// batch already receives into that param (the broadcast reads what phase one wrote). Since every
+// rank posts its ops in the shared global order, any per-rank batch boundaries are deadlock-free:
+// the lowest unfinished op is posted by all its ranks.
+// Not collective by itself; run()/run_phase() are collective over the ranks the ops involve.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "reshard/core/plan.h"
+#include "reshard/exec/memory.h"
+#include "reshard/exec/ops.h"
+#include "reshard/exec/transport.h"
+
+namespace reshard {
+
+struct ExecOptions {
+  int streams = 2;
+  int64_t batch_ops = 64;
+  int64_t batch_bytes = int64_t{256} << 20;
+  int64_t staging_bytes = int64_t{256} << 20;
+  // Largest wire box; equal on all ranks (min of staging, batch and transport limits).
+  int64_t max_message_bytes() const;
+};
+
+// Bytes a rank moved in one phase (broadcast roots count the box once).
+struct Traffic {
+  int64_t sent = 0, received = 0, ops = 0;
+};
+
+class Executor {
+ public:
+  // Builds the op lists of both algorithms and allocates storages + staging.
+  Executor(const Plan& plan, int rank, Transport& transport, Memory& memory, const ExecOptions& options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  void fill_sources();        // pattern into every src storage member
+  void poison_destinations();  // kPoisonByte over every dst storage
+
+  // Runs every op of `algo` (all phases, streams interleaved), or only those of one phase.
+  void run(Algo algo);
+  void run_phase(Algo algo, int phase);
+
+  // Wrong bytes per param (index = param) on this rank's destinations.
+  std::vector<int64_t> count_wrong();
+  // Snapshot of the destinations (for comparing two runs), and the bytes that differ from it, per param.
+  void snapshot_destinations();
+  std::vector<int64_t> count_different_from_snapshot();
+
+  Traffic traffic(Algo algo, int phase) const;  // phase -1: all
+  const RankStorages& storages() const { return storages_; }
+  int64_t batches_posted() const { return batches_; }
+
+ private:
+  struct Batch;
+  void run_ops(const std::vector<const Op*>& ops);
+  void post_batch(Batch& batch);
+  void* storage_base(const Op& op, int storage) const;
+  void* storage_ptr(const Op& op, const Piece& p) const;
+
+  const Plan& plan_;
+  int rank_;
+  Transport& transport_;
+  Memory& memory_;
+  ExecOptions options_;
+  RankStorages storages_;
+  std::vector<void*> src_buf_, dst_buf_, snapshot_;
+  std::vector<Op> ops_[2];  // by Algo
+  void* staging_ = nullptr;
+  int64_t staging_size_ = 0;
+  int64_t batches_ = 0;
+  bool snapshot_taken_ = false;
+};
+
+}  // namespace reshard

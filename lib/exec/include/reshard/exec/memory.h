@@ -1,0 +1,61 @@
+// Where the executor's buffers live and the element-region operations on them. The executor only
+// talks to this interface, so the same op walk runs on host memory (MPI transport) and on device
+// memory (CUDA IPC / NCCL: a CUDA implementation with the kernels of cuda_region_ops.h).
+// Not thread-safe; one Memory per rank. `stream` arguments name the transport's stream the
+// operation must be ordered on (host memory runs everything synchronously and ignores it).
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "reshard/core/box.h"
+#include "reshard/exec/region_ops.h"
+
+namespace reshard {
+
+enum class MemoryKind { Host, Device };
+const char* to_string(MemoryKind k);
+
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  virtual MemoryKind kind() const = 0;
+  // Never returns null (a zero-byte request gets a valid one-byte block). Throws Error(Runtime).
+  virtual void* alloc(int64_t bytes) = 0;
+  virtual void free(void* p) = 0;
+  virtual void memset(void* p, uint8_t value, int64_t bytes) = 0;
+  virtual void fill_pattern(void* storage, const RegionSpec& r) = 0;
+  virtual int64_t count_wrong(const void* storage, const RegionSpec& r) = 0;
+  // Copies box `extent` from (src, src_shape at src_offset) to (dst, dst_shape at dst_offset);
+  // both row-major tensors of `elem_size`-byte elements. Pack and unpack are special cases.
+  virtual void copy_box(const void* src, const Dims& src_shape, const Dims& src_offset, void* dst,
+                        const Dims& dst_shape, const Dims& dst_offset, const Dims& extent, int elem_size,
+                        int stream) = 0;
+  // Bytes that differ between the two regions (same spec, two storages of the same shape).
+  virtual int64_t count_different(const void* a, const void* b, const Dims& storage_shape, const Dims& offset,
+                                  const Dims& extent, int elem_size) = 0;
+  // Copies `bytes` between two buffers of this memory (snapshots for verify --execute).
+  virtual void copy_bytes(void* dst, const void* src, int64_t bytes) = 0;
+  // Waits until everything queued on `stream` (all streams when -1) has finished.
+  virtual void sync(int stream) = 0;
+
+  int64_t current_bytes() const { return current_; }
+  int64_t peak_bytes() const { return peak_; }
+
+ protected:
+  void account(int64_t delta) {
+    current_ += delta;
+    if (current_ > peak_) peak_ = current_;
+  }
+
+ private:
+  int64_t current_ = 0, peak_ = 0;
+};
+
+// Host memory: 64-byte aligned blocks, synchronous operations (host_region_ops.h kernels).
+std::unique_ptr<Memory> make_host_memory();
+
+// Host strided box copy shared by host_pack/host_unpack and HostMemory::copy_box.
+void host_copy_box(const void* src, const Dims& src_shape, const Dims& src_offset, void* dst, const Dims& dst_shape,
+                   const Dims& dst_offset, const Dims& extent, int elem_size);
+
+}  // namespace reshard

@@ -1,0 +1,73 @@
+// A rank's part of a plan as a flat list of byte-moving ops in one global order shared by all
+// ranks (each rank's list is the subsequence of ops it takes part in). Pure: no MPI, no memory.
+//
+// Order: the plan is cut into units (one bulk param: its phase-one transfers, then its fan-outs;
+// or one misc bucket). Unit u goes to stream (train PP stage % streams); units are taken
+// round-robin over streams, each stream's units in plan order. Every op is a send, a receive or a
+// broadcast of one "wire" buffer: a dense box of `wire_extent` elements, gathered from (sender) or
+// scattered into (receiver) the rank's storages by `pieces`. Boxes above `max_message_bytes` are
+// split into sub-boxes along their outer dims, identically on every rank.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "reshard/core/plan.h"
+#include "reshard/core/storage.h"
+
+namespace reshard {
+
+enum class Algo { Reshard, Golden };
+const char* to_string(Algo a);
+
+enum class OpKind : uint8_t { Send, Recv, Broadcast };
+
+// One copy between an op's wire buffer and a local storage.
+struct Piece {
+  int storage = 0;     // index into the rank's storages (src side for senders/roots, dst otherwise)
+  Dims storage_shape;  // as the copy sees the storage (misc buckets: flat bytes)
+  Dims storage_offset;
+  Dims wire_offset;    // origin inside the wire box
+  Dims extent;
+};
+
+struct Op {
+  OpKind kind = OpKind::Send;
+  bool root = false;   // broadcast: this rank sends
+  bool src_side = false;  // pieces index src storages (send / broadcast root) or dst storages
+  int stream = 0;
+  int group = 0;       // plan.groups index
+  int peer = 0;        // send: destination; recv: source; broadcast: root (global ranks)
+  int phase = 0;       // 0..pp-1: bulk stage; pp: misc
+  uint32_t param = 0;  // for bulk ops; first param of the bucket for misc
+  bool fanout = false;  // second phase of a two-phase fan-out
+  int elem_size = 1;
+  Dims wire_extent;
+  std::vector<Piece> pieces;  // empty on a receiver: receive and discard
+  int64_t bytes() const { return wire_extent.product() * elem_size; }
+  // The wire buffer is one contiguous run of a storage: no staging needed.
+  bool direct() const;
+};
+
+struct OpListOptions {
+  Algo algo = Algo::Reshard;
+  int streams = 2;
+  int64_t max_message_bytes = int64_t{256} << 20;
+};
+
+// Storages of one rank and where each param's regions sit in them.
+struct RankStorages {
+  std::vector<LocalStorage> src, dst;
+  std::vector<int> src_of_param;  // param -> src storage index (-1: none)
+  std::vector<std::vector<std::pair<int, int>>> dst_of_param;  // param -> (storage, member) list
+};
+RankStorages rank_storages(const Plan& plan, int rank);
+
+std::vector<Op> build_ops(const Plan& plan, int rank, const RankStorages& storages, const OpListOptions& options);
+
+// Splits a dense box of `extent` into sub-boxes of at most `max_bytes` bytes (origins relative
+// to the box), cutting the outermost dims first. Deterministic.
+std::vector<Box> split_box(const Dims& extent, int elem_size, int64_t max_bytes);
+
+int phase_count(const Plan& plan);  // train PP stages + 1 (misc)
+
+}  // namespace reshard

@@ -1,0 +1,57 @@
+// What `reshard run` reports: one row per phase (bulk per train PP stage, misc, total), in the
+// spirit of nccl-tests. Definitions (docs/executor.md):
+//   bytes      logical bytes of the params in the phase (each param once)
+//   time       max over ranks of the phase's wall time, barrier outside the timed region;
+//              avg/min over the timed iterations. Phase rows time the phase alone; `total` runs all
+//              phases at once (streams interleaved) and is the row that --check verifies.
+//   algbw      bytes / time (GB/s = 1e9 B/s)
+//   busbw      busiest rank's bytes (max over ranks of max(sent, received)) / time
+//   lb_bytes   the plan's lower bound: max over ranks of the bytes a rank must move at least
+//   plan_eff   lb_bytes / busiest bytes (1.0: no rank moves more than it must)
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reshard/exec/control.h"
+#include "reshard/exec/executor.h"
+#include "reshard/exec/runner.h"
+
+namespace reshard {
+
+struct PhaseRow {
+  std::string name;
+  int64_t bytes = 0, ops = 0, busiest_bytes = 0, lower_bound_bytes = 0;
+  double time_avg = 0, time_min = 0, time_max = 0;  // seconds
+  int64_t wrong = -1;  // -1: not checked
+  double plan_efficiency() const {
+    return busiest_bytes > 0 ? static_cast<double>(lower_bound_bytes) / static_cast<double>(busiest_bytes) : 1.0;
+  }
+};
+
+struct RunReport {
+  const Plan* plan = nullptr;
+  Algo algo = Algo::Reshard;
+  std::vector<PhaseRow> rows;  // phases..., total
+  int64_t wrong_total = 0;
+  std::string first_bad_param;
+  int first_bad_rank = -1;
+  std::vector<int64_t> peak_bytes;  // per rank (rank 0 only)
+};
+
+// Per rank and phase (last: misc) lower bound bytes: gen ranks must receive their regions, each
+// distinct src box must leave its holders once (shared evenly), misc bytes reach every gen rank.
+std::vector<std::vector<int64_t>> phase_lower_bounds(const Plan& plan);
+
+// Collective: reduces traffic, wrong counts and times; `times[phase][iter]` already max over ranks.
+RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
+                      const std::vector<std::vector<double>>& times, bool check);
+std::string format_report(const RunReport& r, const RunArgs& a, const std::string& transport_line);
+nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::string& transport,
+                           const std::string& transport_version, const std::string& mpi_library, int world);
+
+std::string human_bytes(int64_t bytes);
+
+}  // namespace reshard

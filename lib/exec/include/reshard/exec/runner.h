@@ -1,0 +1,36 @@
+// `reshard run` and `reshard verify --execute`: everything between the parsed command line and
+// the exit code, collective over the MPI world. Config problems found on any rank are agreed on
+// (every rank exits with the same code; rank 0 prints the one message); a runtime fault on one
+// rank aborts the world rather than leave others hanging. Only rank 0 prints.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "reshard/core/plan.h"
+#include "reshard/exec/control.h"
+#include "reshard/exec/executor.h"
+#include "reshard/exec/ops.h"
+
+namespace reshard {
+
+struct RunArgs {
+  std::string plan_path;
+  std::string transport = "mpi";
+  std::string algo = "reshard";  // reshard | golden
+  int iters = 5, warmup = 1;
+  bool check = false;
+  std::string json_path;
+  bool force = false;
+  ExecOptions exec;
+  std::string command_line;  // echoed into the JSON
+};
+
+// Returns the exit code (0 ok, 1 verification failed); throws Error on rank 0 for agreed failures.
+int run_main(const RunArgs& args);
+int verify_execute_main(const RunArgs& args);
+
+// Checks, collectively, that every rank loaded the same plan (fingerprint min == max over ranks),
+// that the world matches it and that the executor flags agree. Throws an agreed Error(Config).
+void check_plan_agreement(Control& control, const Plan& plan, const ExecOptions& options, const std::string& origin);
+
+}  // namespace reshard

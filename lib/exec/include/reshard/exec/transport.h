@@ -1,0 +1,55 @@
+// The data plane: a Transport only moves bytes. It knows nothing of params, boxes or plans beyond
+// the communicator groups it is told to set up. Buffers are `void*` + bytes in the transport's
+// memory kind (host for MPI; device for CUDA IPC and NCCL).
+//
+// Usage, identical on every rank: setup() once (collective over the world), then any number of
+// batches: post send/recv/broadcast ops on streams, flush() each stream used, wait() each stream
+// used. A buffer handed to an op may be reused only after wait() on its stream returned.
+// Ordering contract (what keeps batches deadlock-free and matching correct): every rank posts the
+// ops it takes part in in one global order shared by all ranks; between one pair of ranks in one
+// group, sends match receives in posting order; broadcasts of one group are posted in the same
+// order by all its members. Batch boundaries may differ between ranks.
+// Errors: Error(Runtime) naming the call and the library's error string.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reshard/core/plan.h"
+#include "reshard/exec/memory.h"
+
+namespace reshard {
+
+class Control;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string name() const = 0;
+  virtual std::string version() const = 0;  // the underlying library's version string
+  virtual MemoryKind memory_kind() const = 0;
+  // Collective over the world: creates (and caches) one communicator per group in `groups`
+  // (plan.groups; a rank outside a group gets none for it) and `streams` streams.
+  virtual void setup(const std::vector<CommGroup>& groups, int streams) = 0;
+  // `peer` and `root` are global ranks; `group` indexes the groups given to setup().
+  virtual void send(int stream, int group, int peer, const void* buf, int64_t bytes) = 0;
+  virtual void recv(int stream, int group, int peer, void* buf, int64_t bytes) = 0;
+  // On the root `buf` is read, elsewhere written; every member of `group` posts it.
+  virtual void broadcast(int stream, int group, int root, void* buf, int64_t bytes) = 0;
+  // Starts the ops posted on `stream` since the last flush (NCCL: group end; MPI: no-op).
+  virtual void flush(int stream) = 0;
+  // Blocks until every op posted on `stream` has completed.
+  virtual void wait(int stream) = 0;
+  // Largest single message the transport accepts (MPI: INT_MAX bytes).
+  virtual int64_t max_message_bytes() const = 0;
+};
+
+// Transports compiled into this build, by name ("mpi", ...).
+std::vector<std::string> available_transports();
+// Throws Error(Config) for an unknown or unbuilt transport, listing the available ones.
+std::unique_ptr<Transport> make_transport(const std::string& name, Control& control);
+// The memory a transport works on.
+std::unique_ptr<Memory> make_memory_for(const Transport& transport);
+
+}  // namespace reshard

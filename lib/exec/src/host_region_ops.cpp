@@ -1,0 +1,108 @@
+// Host implementation of region_ops.h. Every operation walks the region row by row (innermost
+// dim), so rows map to one contiguous run in the storage and in the param's global byte space.
+#include <algorithm>
+#include <cstring>
+
+#include "reshard/core/pattern.h"
+#include "reshard/exec/memory.h"
+#include "reshard/exec/region_ops.h"
+
+namespace reshard {
+namespace {
+
+// Calls f(storage_byte_offset, global_byte_offset, row_bytes) for every row of the region.
+template <class F>
+void for_each_row(const RegionSpec& r, F&& f) {
+  const int n = r.extent.n;
+  if (r.extent.product() == 0) return;
+  if (n == 0) {
+    f(int64_t{0}, int64_t{0}, int64_t{r.elem_size});
+    return;
+  }
+  const int64_t row = r.extent[n - 1] * r.elem_size;
+  Dims idx = Dims::zeros(n);
+  Dims at_storage = Dims::zeros(n), at_global = Dims::zeros(n);
+  while (true) {
+    for (int d = 0; d < n; ++d) {
+      at_storage[d] = r.storage_offset[d] + idx[d];
+      at_global[d] = r.global_offset[d] + idx[d];
+    }
+    f(linear_index(at_storage, r.storage_shape) * r.elem_size, linear_index(at_global, r.global_shape) * r.elem_size,
+      row);
+    int d = n - 2;
+    while (d >= 0 && ++idx[d] == r.extent[d]) idx[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
+}  // namespace
+
+void host_fill_pattern(void* storage, const RegionSpec& r) {
+  auto* base = static_cast<uint8_t*>(storage);
+  for_each_row(r, [&](int64_t at, int64_t g, int64_t len) {
+    uint8_t* out = base + at;
+    uint64_t b = static_cast<uint64_t>(g);
+    const uint64_t end = b + static_cast<uint64_t>(len);
+    while (b < end) {
+      const uint64_t word = pattern_word(r.seed, b >> 3);
+      const uint64_t stop = std::min(end, ((b >> 3) + 1) << 3);
+      for (; b < stop; ++b) *out++ = static_cast<uint8_t>(word >> (8 * (b & 7)));
+    }
+  });
+}
+
+int64_t host_count_wrong(const void* storage, const RegionSpec& r) {
+  const auto* base = static_cast<const uint8_t*>(storage);
+  int64_t wrong = 0;
+  for_each_row(r, [&](int64_t at, int64_t g, int64_t len) {
+    const uint8_t* in = base + at;
+    uint64_t b = static_cast<uint64_t>(g);
+    const uint64_t end = b + static_cast<uint64_t>(len);
+    while (b < end) {
+      const uint64_t word = pattern_word(r.seed, b >> 3);
+      const uint64_t stop = std::min(end, ((b >> 3) + 1) << 3);
+      for (; b < stop; ++b) wrong += *in++ != static_cast<uint8_t>(word >> (8 * (b & 7)));
+    }
+  });
+  return wrong;
+}
+
+void host_copy_box(const void* src, const Dims& src_shape, const Dims& src_offset, void* dst, const Dims& dst_shape,
+                   const Dims& dst_offset, const Dims& extent, int elem_size) {
+  const int n = extent.n;
+  if (extent.product() == 0) return;
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* o = static_cast<uint8_t*>(dst);
+  if (n == 0) {
+    std::memcpy(o, s, elem_size);
+    return;
+  }
+  // Merge trailing dims that are whole in both tensors into one run.
+  int outer = n - 1;  // dims [0, outer) are iterated; [outer, n) form the run
+  int64_t run = extent[n - 1] * elem_size;
+  while (outer > 0 && extent[outer] == src_shape[outer] && extent[outer] == dst_shape[outer]) {
+    --outer;
+    run *= extent[outer];
+  }
+  Dims idx = Dims::zeros(n), at_s = src_offset, at_d = dst_offset;
+  while (true) {
+    for (int d = 0; d < outer; ++d) {
+      at_s[d] = src_offset[d] + idx[d];
+      at_d[d] = dst_offset[d] + idx[d];
+    }
+    std::memcpy(o + linear_index(at_d, dst_shape) * elem_size, s + linear_index(at_s, src_shape) * elem_size, run);
+    int d = outer - 1;
+    while (d >= 0 && ++idx[d] == extent[d]) idx[d--] = 0;
+    if (d < 0) return;
+  }
+}
+
+void host_pack(const void* tensor, const Dims& shape, const Dims& offset, const Dims& extent, int elem_size, void* out) {
+  host_copy_box(tensor, shape, offset, out, extent, Dims::zeros(extent.n), extent, elem_size);
+}
+
+void host_unpack(const void* in, void* tensor, const Dims& shape, const Dims& offset, const Dims& extent, int elem_size) {
+  host_copy_box(in, extent, Dims::zeros(extent.n), tensor, shape, offset, extent, elem_size);
+}
+
+}  // namespace reshard

@@ -1,0 +1,172 @@
+// The MPI data plane on host memory: non-blocking point-to-point for bulk transfers, non-blocking
+// broadcasts (MPI_Ibcast) on split communicators for fan-outs and misc buckets. A stream is a
+// list of outstanding requests; a send and its receive use the stream index as tag.
+#include "reshard/exec/transport.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "reshard/core/error.h"
+#include "reshard/exec/control.h"
+
+#ifdef RESHARD_HAVE_MPI
+#include "reshard/exec/mpi_check.h"
+
+namespace reshard {
+namespace {
+
+class MpiTransport final : public Transport {
+ public:
+  explicit MpiTransport(Control& control) {
+    MPI_Comm parent = *static_cast<MPI_Comm*>(control.native_comm());
+    RESHARD_MPI_CHECK(MPI_Comm_dup(parent, &world_));
+    RESHARD_MPI_CHECK(MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN));
+    RESHARD_MPI_CHECK(MPI_Comm_rank(world_, &rank_));
+  }
+  ~MpiTransport() override {
+    for (MPI_Comm& c : comms_)
+      if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+    MPI_Comm_free(&world_);
+  }
+
+  std::string name() const override { return "mpi"; }
+  std::string version() const override {
+    int major = 0, minor = 0;
+    MPI_Get_version(&major, &minor);
+    return "MPI " + std::to_string(major) + "." + std::to_string(minor);
+  }
+  MemoryKind memory_kind() const override { return MemoryKind::Host; }
+  int64_t max_message_bytes() const override { return INT_MAX; }
+
+  void setup(const std::vector<CommGroup>& groups, int streams) override {
+    for (MPI_Comm& c : comms_)
+      if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+    comms_.assign(groups.size(), MPI_COMM_NULL);
+    ranks_.clear();
+    for (size_t g = 0; g < groups.size(); ++g) {
+      ranks_.push_back(groups[g].ranks);
+      std::sort(ranks_.back().begin(), ranks_.back().end());
+      const bool member = std::binary_search(ranks_.back().begin(), ranks_.back().end(), rank_);
+      RESHARD_MPI_CHECK(MPI_Comm_split(world_, member ? 0 : MPI_UNDEFINED, rank_, &comms_[g]));
+      if (member) RESHARD_MPI_CHECK(MPI_Comm_set_errhandler(comms_[g], MPI_ERRORS_RETURN));
+    }
+    streams_.assign(std::max(streams, 1), Stream{});
+  }
+
+  void send(int stream, int group, int peer, const void* buf, int64_t bytes) override {
+    Stream& s = at(stream);
+    MPI_Request r;
+    RESHARD_MPI_CHECK(MPI_Isend(buf, count(bytes), MPI_BYTE, group_rank(group, peer), stream, comm(group), &r));
+    s.add(r, -1, peer);
+  }
+  void recv(int stream, int group, int peer, void* buf, int64_t bytes) override {
+    Stream& s = at(stream);
+    MPI_Request r;
+    RESHARD_MPI_CHECK(MPI_Irecv(buf, count(bytes), MPI_BYTE, group_rank(group, peer), stream, comm(group), &r));
+    s.add(r, bytes, peer);
+  }
+  void broadcast(int stream, int group, int root, void* buf, int64_t bytes) override {
+    Stream& s = at(stream);
+    MPI_Request r;
+    RESHARD_MPI_CHECK(MPI_Ibcast(buf, count(bytes), MPI_BYTE, group_rank(group, root), comm(group), &r));
+    s.add(r, -1, root);
+  }
+  void flush(int) override {}
+
+  void wait(int stream) override {
+    Stream& s = at(stream);
+    if (s.requests.empty()) return;
+    std::vector<MPI_Status> st(s.requests.size());
+    const int rc = MPI_Waitall(static_cast<int>(s.requests.size()), s.requests.data(), st.data());
+    if (rc == MPI_ERR_IN_STATUS) {
+      for (size_t i = 0; i < st.size(); ++i)
+        if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING)
+          throw runtime_error("MPI_Waitall: op with rank " + std::to_string(s.peers[i]) +
+                              " failed: " + mpi_error_string(st[i].MPI_ERROR));
+    }
+    RESHARD_MPI_CHECK(rc);
+    for (size_t i = 0; i < st.size(); ++i) {
+      if (s.expected[i] < 0) continue;
+      int got = 0;
+      RESHARD_MPI_CHECK(MPI_Get_count(&st[i], MPI_BYTE, &got));
+      if (got != s.expected[i])
+        throw runtime_error("received " + std::to_string(got) + " bytes from rank " + std::to_string(s.peers[i]) +
+                            ", expected " + std::to_string(s.expected[i]) + " (do all ranks run the same plan and flags?)");
+    }
+    s.clear();
+  }
+
+ private:
+  struct Stream {
+    std::vector<MPI_Request> requests;
+    std::vector<int64_t> expected;  // receive sizes; -1 for sends and broadcasts
+    std::vector<int> peers;
+    void add(MPI_Request r, int64_t e, int peer) {
+      requests.push_back(r);
+      expected.push_back(e);
+      peers.push_back(peer);
+    }
+    void clear() {
+      requests.clear();
+      expected.clear();
+      peers.clear();
+    }
+  };
+
+  Stream& at(int stream) {
+    if (stream < 0 || stream >= static_cast<int>(streams_.size()))
+      throw runtime_error("stream " + std::to_string(stream) + " outside the " + std::to_string(streams_.size()) +
+                          " set up");
+    return streams_[stream];
+  }
+  MPI_Comm comm(int group) const {
+    if (group < 0 || group >= static_cast<int>(comms_.size()) || comms_[group] == MPI_COMM_NULL)
+      throw runtime_error("rank " + std::to_string(rank_) + " is not in communicator group " + std::to_string(group));
+    return comms_[group];
+  }
+  int group_rank(int group, int global) const {
+    const auto& r = ranks_.at(group);
+    auto it = std::lower_bound(r.begin(), r.end(), global);
+    if (it == r.end() || *it != global)
+      throw runtime_error("rank " + std::to_string(global) + " is not in communicator group " + std::to_string(group));
+    return static_cast<int>(it - r.begin());
+  }
+  static int count(int64_t bytes) {
+    if (bytes < 0 || bytes > INT_MAX) throw runtime_error("MPI message of " + std::to_string(bytes) + " bytes");
+    return static_cast<int>(bytes);
+  }
+
+  MPI_Comm world_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  std::vector<MPI_Comm> comms_;
+  std::vector<std::vector<int>> ranks_;
+  std::vector<Stream> streams_;
+};
+
+}  // namespace
+
+std::vector<std::string> available_transports() { return {"mpi"}; }
+
+std::unique_ptr<Transport> make_transport(const std::string& name, Control& control) {
+  if (name == "mpi") return std::make_unique<MpiTransport>(control);
+  throw config_error("unknown transport '" + name + "' (built: mpi)");
+}
+
+}  // namespace reshard
+
+#else
+
+namespace reshard {
+std::vector<std::string> available_transports() { return {}; }
+std::unique_ptr<Transport> make_transport(const std::string& name, Control&) {
+  throw config_error("transport '" + name + "': MPI support was not built");
+}
+}  // namespace reshard
+#endif
+
+namespace reshard {
+std::unique_ptr<Memory> make_memory_for(const Transport& transport) {
+  if (transport.memory_kind() == MemoryKind::Host) return make_host_memory();
+  throw config_error("transport " + transport.name() + " needs device memory, which this build lacks");
+}
+}  // namespace reshard

@@ -1,0 +1,230 @@
+// The run report: reductions over ranks, the text table and the JSON record.
+#include "reshard/exec/report.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <map>
+
+#include "reshard/core/stats.h"
+
+namespace reshard {
+
+std::string human_bytes(int64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+
+std::vector<std::vector<int64_t>> phase_lower_bounds(const Plan& plan) {
+  const int phases = phase_count(plan);
+  std::vector<std::vector<int64_t>> lb(phases, std::vector<int64_t>(plan.world(), 0));
+  for (const ParamPlan& p : plan.params) {
+    if (p.path != Path::Bulk) continue;
+    std::vector<int64_t>& row = lb[std::clamp(p.pp_stage, 0, phases - 2)];
+    const int64_t es = dtype_size(p.dtype);
+    for (int f = 0; f < p.dst.mesh.size(); ++f) row[p.dst.mesh.ranks[f]] += p.dst.local_box(p.shape, f).elements() * es;
+    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, std::vector<int>> holders;
+    for (int f = 0; f < p.src.mesh.size(); ++f) {
+      const Box b = p.src.local_box(p.shape, f);
+      holders[{b.offset.to_vector(), b.extent.to_vector()}].push_back(p.src.mesh.ranks[f]);
+    }
+    for (const auto& [key, ranks] : holders) {
+      int64_t n = es;
+      for (int64_t e : key.second) n *= e;
+      for (int r : ranks) row[r] += n / static_cast<int64_t>(ranks.size());
+    }
+  }
+  std::vector<int64_t>& misc = lb[phases - 1];
+  for (const MiscBucket& b : plan.buckets) {
+    misc[b.root] += b.bytes;
+    for (int r = plan.train_world(); r < plan.world(); ++r) misc[r] += b.bytes;
+  }
+  return lb;
+}
+
+RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
+                      const std::vector<std::vector<double>>& times, bool check) {
+  RunReport rep;
+  rep.plan = &plan;
+  rep.algo = algo;
+  const int phases = phase_count(plan);
+  const auto lb = phase_lower_bounds(plan);
+  // Traffic: [phase or total] x (busiest, ops), max over ranks.
+  std::vector<int64_t> traffic;
+  for (int ph = -1; ph < phases; ++ph) {
+    const Traffic t = ex.traffic(algo, ph);
+    traffic.push_back(std::max(t.sent, t.received));
+    traffic.push_back(t.ops);
+  }
+  ctl.max(traffic);
+  std::vector<int64_t> wrong;
+  if (check) {
+    wrong = ex.count_wrong();
+    std::vector<int64_t> local = wrong;
+    ctl.sum(wrong);
+    for (size_t p = 0; p < wrong.size(); ++p) {
+      if (wrong[p] == 0) continue;
+      rep.first_bad_param = plan.params[p].name;
+      rep.first_bad_rank = static_cast<int>(ctl.min(static_cast<int64_t>(local[p] > 0 ? ctl.rank() : INT_MAX)));
+      break;
+    }
+  }
+  for (int ph = 0; ph <= phases; ++ph) {
+    PhaseRow row;
+    const bool total = ph == phases;
+    row.name = total ? "total" : ph == phases - 1 ? "misc" : "bulk.pp" + std::to_string(ph);
+    const int t_index = total ? 0 : ph + 1;
+    row.busiest_bytes = traffic[2 * t_index];
+    row.ops = traffic[2 * t_index + 1];
+    for (uint32_t p = 0; p < plan.params.size(); ++p) {
+      const ParamPlan& param = plan.params[p];
+      const int pph = param.path == Path::Misc ? phases - 1 : std::clamp(param.pp_stage, 0, phases - 2);
+      if (!total && pph != ph) continue;
+      row.bytes += param.bytes();
+      if (check) row.wrong = std::max<int64_t>(row.wrong, 0) + wrong[p];
+    }
+    if (check && row.wrong < 0) row.wrong = 0;
+    for (int r = 0; r < plan.world(); ++r) {
+      int64_t v = 0;
+      for (int q = 0; q < phases; ++q)
+        if (total || q == ph) v += lb[q][r];
+      row.lower_bound_bytes = std::max(row.lower_bound_bytes, v);
+    }
+    const std::vector<double>& t = times[ph];
+    if (!t.empty()) {
+      row.time_min = *std::min_element(t.begin(), t.end());
+      row.time_max = *std::max_element(t.begin(), t.end());
+      for (double x : t) row.time_avg += x;
+      row.time_avg /= static_cast<double>(t.size());
+    }
+    rep.rows.push_back(row);
+  }
+  if (check) rep.wrong_total = rep.rows.back().wrong;
+  return rep;
+}
+
+namespace {
+
+std::string par(const Parallelism& p) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "tp=%d pp=%d ep=%d etp=%d dp=%d (%d ranks)", p.tp, p.pp, p.ep, p.etp, p.dp, p.num_gpus);
+  return buf;
+}
+
+double gbps(int64_t bytes, double seconds) { return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0; }
+
+}  // namespace
+
+std::string format_report(const RunReport& r, const RunArgs& a, const std::string& transport_line) {
+  const Plan& plan = *r.plan;
+  std::string out;
+  char buf[512];
+  auto line = [&](const char* fmt, auto... xs) {
+    std::snprintf(buf, sizeof buf, fmt, xs...);
+    out += buf;
+  };
+  int64_t bulk = 0, misc = 0;
+  for (const ParamPlan& p : plan.params) (p.path == Path::Bulk ? bulk : misc) += 1;
+  line("# reshard run\n");
+  line("#  plan: %s  fingerprint: %s  generator: %s\n", a.plan_path.c_str(), plan.fingerprint.c_str(), plan.generator.c_str());
+  line("#  model: %s  params: %zu (%lld bulk, %lld misc)  transfers: %zu  fan-outs: %zu  buckets: %zu\n",
+       plan.model_name.c_str(), plan.params.size(), static_cast<long long>(bulk), static_cast<long long>(misc),
+       plan.transfers.size(), plan.fanouts.size(), plan.buckets.size());
+  line("#  train: %s\n#  gen:   %s\n", par(plan.system.train).c_str(), par(plan.system.gen).c_str());
+  line("#  world: %d  transport: %s\n", plan.world(), transport_line.c_str());
+  line("#  algo: %s  iters: %d  warmup: %d  streams: %d  batch: %lld ops / %s  staging: %s  check: %s\n",
+       to_string(r.algo), a.iters, a.warmup, a.exec.streams, static_cast<long long>(a.exec.batch_ops),
+       human_bytes(a.exec.batch_bytes).c_str(), human_bytes(a.exec.staging_bytes).c_str(), a.check ? "on" : "off");
+  line("#\n#%-11s %14s %8s %11s %11s %11s %11s %14s %9s %10s\n", " phase", "bytes", "ops", "time_ms", "min_ms",
+       "algbw_GB/s", "busbw_GB/s", "lb_bytes", "plan_eff", "#wrong");
+  for (const PhaseRow& row : r.rows) {
+    const std::string wrong = row.wrong < 0 ? "N/A" : std::to_string(row.wrong);
+    line(" %-11s %14lld %8lld %11.3f %11.3f %11.2f %11.2f %14lld %9.3f %10s\n", row.name.c_str(),
+         static_cast<long long>(row.bytes), static_cast<long long>(row.ops), row.time_avg * 1e3, row.time_min * 1e3,
+         gbps(row.bytes, row.time_avg), gbps(row.busiest_bytes, row.time_avg),
+         static_cast<long long>(row.lower_bound_bytes), row.plan_efficiency(), wrong.c_str());
+  }
+  int64_t peak = 0;
+  int peak_rank = 0;
+  for (size_t i = 0; i < r.peak_bytes.size(); ++i)
+    if (r.peak_bytes[i] > peak) {
+      peak = r.peak_bytes[i];
+      peak_rank = static_cast<int>(i);
+    }
+  const PhaseRow& total = r.rows.back();
+  line("# total: %.3f ms avg (%.3f min) for %s, algbw %.2f GB/s; peak memory %s (rank %d, max over ranks)",
+       total.time_avg * 1e3, total.time_min * 1e3, human_bytes(total.bytes).c_str(), gbps(total.bytes, total.time_avg),
+       human_bytes(peak).c_str(), peak_rank);
+  if (total.wrong >= 0) line("; #wrong %lld%s", static_cast<long long>(total.wrong), total.wrong == 0 ? " (PASSED)" : " (FAILED)");
+  out += "\n";
+  return out;
+}
+
+nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::string& transport,
+                           const std::string& transport_version, const std::string& mpi_library, int world) {
+  const Plan& plan = *r.plan;
+  using nlohmann::json;
+  auto par = [](const Parallelism& p) {
+    return json{{"num_gpus", p.num_gpus}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep}, {"etp", p.etp}, {"dp", p.dp}};
+  };
+  json phases = json::array();
+  for (const PhaseRow& row : r.rows)
+    phases.push_back({{"phase", row.name},
+                      {"bytes", row.bytes},
+                      {"ops_max_per_rank", row.ops},
+                      {"time_ms_avg", row.time_avg * 1e3},
+                      {"time_ms_min", row.time_min * 1e3},
+                      {"time_ms_max", row.time_max * 1e3},
+                      {"algbw_gbps", gbps(row.bytes, row.time_avg)},
+                      {"busbw_gbps", gbps(row.busiest_bytes, row.time_avg)},
+                      {"busiest_bytes", row.busiest_bytes},
+                      {"lower_bound_bytes", row.lower_bound_bytes},
+                      {"plan_efficiency", row.plan_efficiency()},
+                      {"wrong", row.wrong < 0 ? json(nullptr) : json(row.wrong)}});
+  int64_t peak = 0;
+  for (int64_t p : r.peak_bytes) peak = std::max(peak, p);
+  json j{{"format", "reshard-run"},
+         {"version", 1},
+         {"versions", {{"reshard", RESHARD_VERSION}, {"mpi_library", mpi_library}, {"transport", transport_version}}},
+         {"world_size", world},
+         {"arguments",
+          {{"plan", a.plan_path},
+           {"transport", transport},
+           {"algo", to_string(r.algo)},
+           {"iters", a.iters},
+           {"warmup", a.warmup},
+           {"streams", a.exec.streams},
+           {"batch_ops", a.exec.batch_ops},
+           {"batch_bytes", a.exec.batch_bytes},
+           {"staging_bytes", a.exec.staging_bytes},
+           {"check", a.check}}},
+         {"command_line", a.command_line},
+         {"plan",
+          {{"fingerprint", plan.fingerprint},
+           {"generator", plan.generator},
+           {"model", plan.model_name},
+           {"params", plan.params.size()},
+           {"transfers", plan.transfers.size()},
+           {"fanouts", plan.fanouts.size()},
+           {"buckets", plan.buckets.size()},
+           {"train", par(plan.system.train)},
+           {"gen", par(plan.system.gen)}}},
+         {"phases", phases},
+         {"total_time_ms", r.rows.back().time_avg * 1e3},
+         {"peak_bytes_max", peak},
+         {"peak_bytes_per_rank", r.peak_bytes},
+         {"wrong", r.rows.back().wrong < 0 ? json(nullptr) : json(r.wrong_total)},
+         {"first_bad_param", r.first_bad_param.empty() ? json(nullptr) : json(r.first_bad_param)},
+         {"first_bad_rank", r.first_bad_rank}};
+  return j;
+}
+
+}  // namespace reshard

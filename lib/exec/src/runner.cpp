@@ -1,0 +1,256 @@
+// reshard run / reshard verify --execute: setup agreed over the world, timed phases, checks, the
+// nccl-tests-style table and the JSON record.
+#include "reshard/exec/runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "reshard/core/plan_io.h"
+#include "reshard/exec/report.h"
+
+namespace reshard {
+namespace {
+
+// Runs f; any failure on any rank becomes an agreed error on all ranks.
+template <class F>
+void agreed(Control& ctl, F&& f) {
+  int code = 0;
+  std::string message;
+  try {
+    f();
+  } catch (const Error& e) {
+    code = e.exit_code();
+    message = e.what();
+  } catch (const std::exception& e) {
+    code = 3;
+    message = e.what();
+  }
+  if (code != 0 && ctl.rank() != 0) message = "rank " + std::to_string(ctl.rank()) + ": " + message;
+  ctl.agree(code, message);
+}
+
+std::string validate(const RunArgs& a) {
+  Problems pr;
+  if (a.iters < 1) pr.add("--iters must be at least 1 (got " + std::to_string(a.iters) + ")");
+  if (a.warmup < 0) pr.add("--warmup must be at least 0 (got " + std::to_string(a.warmup) + ")");
+  if (a.exec.streams < 1 || a.exec.streams > 64) pr.add("--streams must be in 1..64 (got " + std::to_string(a.exec.streams) + ")");
+  if (a.exec.batch_ops < 1) pr.add("--batch-ops must be at least 1 (got " + std::to_string(a.exec.batch_ops) + ")");
+  if (a.exec.batch_bytes < 4096) pr.add("--batch-bytes must be at least 4K (got " + std::to_string(a.exec.batch_bytes) + ")");
+  if (a.exec.staging_bytes < 4096) pr.add("--staging-bytes must be at least 4K (got " + std::to_string(a.exec.staging_bytes) + ")");
+  if (a.algo != "reshard" && a.algo != "golden") pr.add("--algo must be reshard or golden (got '" + a.algo + "')");
+  try {
+    pr.throw_if_any("invalid arguments:");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct Session {
+  Control& ctl;
+  Plan plan;
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<Memory> memory;
+  std::unique_ptr<Executor> exec;
+
+  Session(Control& control, const RunArgs& a) : ctl(control) {
+    agreed(ctl, [&] {
+      const std::string bad = validate(a);
+      if (!bad.empty()) throw config_error(bad);
+      if (ctl.rank() == 0 && !a.json_path.empty() && std::filesystem::exists(a.json_path) && !a.force)
+        throw config_error(a.json_path + " exists; pass --force to replace it");
+    });
+    agreed(ctl, [&] { plan = load_plan(a.plan_path); });
+    check_plan_agreement(ctl, plan, a.exec, a.plan_path);
+    agreed(ctl, [&] { transport = make_transport(a.transport, ctl); });
+    transport->setup(plan.groups, a.exec.streams);  // collective; MPI failures here abort
+    agreed(ctl, [&] {
+      memory = make_memory_for(*transport);
+      exec = std::make_unique<Executor>(plan, ctl.rank(), *transport, *memory, a.exec);
+    });
+  }
+};
+
+// Times f on every rank between barriers; returns the max over ranks in seconds.
+template <class F>
+double timed(Control& ctl, F&& f) {
+  ctl.barrier();
+  const double t0 = ctl.now();
+  f();
+  const double t = ctl.now() - t0;
+  return ctl.max(t);
+}
+
+// Exit-code plumbing shared by both commands: agreed errors exit quietly off rank 0, local faults
+// abort the world after printing.
+template <class F>
+int guarded(const RunArgs& a, F&& body) {
+  Control ctl;  // without MPI support this throws the config error that says so
+  try {
+    Session s(ctl, a);
+    return body(s);
+  } catch (const AgreedError& e) {
+    if (ctl.rank() != 0) return e.exit_code();
+    throw Error(e.code(), e.what());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "reshard: rank %d: %s\n", ctl.rank(), e.what());
+    ctl.abort(e.exit_code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "reshard: rank %d: internal error: %s\n", ctl.rank(), e.what());
+    ctl.abort(3);
+  }
+}
+
+void write_json_atomic(const std::string& path, const nlohmann::json& j, bool force) {
+  if (std::filesystem::exists(path) && !force) throw config_error(path + " exists; pass --force to replace it");
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << j.dump(2) << "\n";
+    if (!out) throw runtime_error("cannot write " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    throw runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
+  }
+}
+
+}  // namespace
+
+void check_plan_agreement(Control& ctl, const Plan& plan, const ExecOptions& o, const std::string& origin) {
+  int64_t fp = 0;
+  bool parsed = true;
+  try {
+    size_t used = 0;
+    fp = static_cast<int64_t>(std::stoull(plan.fingerprint, &used, 16));
+    parsed = used == plan.fingerprint.size();
+  } catch (const std::exception&) {
+    parsed = false;
+  }
+  ctl.agree(parsed ? 0 : 2, origin + ": fingerprint '" + plan.fingerprint + "' is not 16 hex digits");
+  const int64_t lo = ctl.min(fp), hi = ctl.max(fp);
+  if (lo != hi)
+    ctl.agree(2, "ranks loaded different plans (fingerprints differ across ranks, e.g. " + plan.fingerprint +
+                     " here): give every rank the same --plan file");
+  if (ctl.size() != plan.world())
+    ctl.agree(2, origin + " is for " + std::to_string(plan.train_world()) + " train + " + std::to_string(plan.gen_world()) +
+                     " gen = " + std::to_string(plan.world()) + " ranks, but the world has " + std::to_string(ctl.size()) +
+                     ": run mpirun -np " + std::to_string(plan.world()));
+  const int64_t flags = (o.streams * 1000003LL) ^ (o.batch_ops * 7919LL) ^ o.batch_bytes ^ (o.staging_bytes << 1);
+  if (ctl.min(flags) != ctl.max(flags))
+    ctl.agree(2, "ranks were given different --streams/--batch-ops/--batch-bytes/--staging-bytes");
+}
+
+int run_main(const RunArgs& a) {
+  return guarded(a, [&](Session& s) -> int {
+    Control& ctl = s.ctl;
+    Executor& ex = *s.exec;
+    const Algo algo = a.algo == "golden" ? Algo::Golden : Algo::Reshard;
+    const int phases = phase_count(s.plan);
+    ex.fill_sources();
+    std::vector<std::vector<double>> times(phases + 1);  // last: total
+    for (int it = 0; it < a.warmup + a.iters; ++it) {
+      const bool keep = it >= a.warmup;
+      for (int ph = 0; ph < phases; ++ph) {
+        const double t = timed(ctl, [&] { ex.run_phase(algo, ph); });
+        if (keep) times[ph].push_back(t);
+      }
+      ex.poison_destinations();  // the check below sees the last concurrent run alone
+      const double t = timed(ctl, [&] { ex.run(algo); });
+      if (keep) times[phases].push_back(t);
+    }
+    RunReport rep = make_report(ctl, s.plan, ex, algo, times, a.check);
+    rep.peak_bytes = ctl.gather(s.memory->peak_bytes());
+    if (ctl.rank() == 0) {
+      std::fputs(format_report(rep, a, s.transport->name() + " (" + s.transport->version() + ", " +
+                                         ctl.mpi_library_version() + ")").c_str(),
+                 stdout);
+      std::fflush(stdout);
+    }
+    agreed(ctl, [&] {
+      if (ctl.rank() == 0 && !a.json_path.empty())
+        write_json_atomic(a.json_path, report_json(rep, a, s.transport->name(), s.transport->version(),
+                                                   ctl.mpi_library_version(), ctl.size()),
+                          a.force);
+    });
+    if (a.check && rep.wrong_total > 0) {
+      if (ctl.rank() == 0)
+        std::fprintf(stderr, "reshard: verification failed: %lld wrong bytes; first bad param %s on rank %d\n",
+                     static_cast<long long>(rep.wrong_total), rep.first_bad_param.c_str(), rep.first_bad_rank);
+      return 1;
+    }
+    return 0;
+  });
+}
+
+int verify_execute_main(const RunArgs& a) {
+  return guarded(a, [&](Session& s) -> int {
+    Control& ctl = s.ctl;
+    Executor& ex = *s.exec;
+    ex.fill_sources();
+    ex.poison_destinations();
+    ex.run(Algo::Reshard);
+    std::vector<int64_t> wrong_plan = ex.count_wrong();
+    ex.snapshot_destinations();
+    ex.poison_destinations();
+    ex.run(Algo::Golden);
+    std::vector<int64_t> wrong_golden = ex.count_wrong();
+    std::vector<int64_t> diff = ex.count_different_from_snapshot();
+    // Per rank and param mismatches travel to rank 0 as text lines (capped).
+    std::string mine;
+    int listed = 0;
+    for (size_t p = 0; p < diff.size() && listed < 20; ++p)
+      if (diff[p] > 0) {
+        mine += "  param " + s.plan.params[p].name + ", rank " + std::to_string(ctl.rank()) + ": " +
+                std::to_string(diff[p]) + " bytes differ between plan and golden\n";
+        ++listed;
+      }
+    int64_t compared = 0;
+    for (const LocalStorage& st : ex.storages().dst)
+      for (const StorageMember& m : st.members) compared += m.box.elements() * dtype_size(s.plan.params[m.param].dtype);
+    const int64_t diff_local = [&] {
+      int64_t n = 0;
+      for (int64_t d : diff) n += d;
+      return n;
+    }();
+    const int64_t diff_total = ctl.sum(diff_local);
+    const int64_t compared_total = ctl.sum(compared);
+    ctl.sum(wrong_plan);
+    ctl.sum(wrong_golden);
+    int64_t wp = 0, wg = 0;
+    for (int64_t w : wrong_plan) wp += w;
+    for (int64_t w : wrong_golden) wg += w;
+    // Gather the lines: rank by rank through broadcasts from each rank with something to say.
+    int64_t any = ctl.sum(mine.empty() ? 0 : 1);
+    std::string lines;
+    if (any > 0)
+      for (int r = 0; r < ctl.size(); ++r) {
+        const int64_t speaks = ctl.max(static_cast<int64_t>(r == ctl.rank() && !mine.empty()));
+        if (speaks) lines += ctl.broadcast(mine, r);
+      }
+    if (ctl.rank() == 0) {
+      std::printf("# reshard verify --execute\n#  plan: %s  fingerprint: %s  model: %s  world: %d  transport: %s\n",
+                  a.plan_path.c_str(), s.plan.fingerprint.c_str(), s.plan.model_name.c_str(), ctl.size(),
+                  s.transport->name().c_str());
+      std::printf("#  compared %lld destination bytes over %d gen ranks: plan vs golden %lld differ; "
+                  "#wrong vs pattern: plan %lld, golden %lld\n",
+                  static_cast<long long>(compared_total), s.plan.gen_world(), static_cast<long long>(diff_total),
+                  static_cast<long long>(wp), static_cast<long long>(wg));
+      std::fputs(lines.c_str(), stdout);
+      const bool ok = diff_total == 0 && wp == 0 && wg == 0;
+      std::printf("%s\n", ok ? "VERIFY PASSED: plan and golden agree on every destination byte"
+                             : "VERIFY FAILED");
+      std::fflush(stdout);
+    }
+    return diff_total == 0 && wp == 0 && wg == 0 ? 0 : 1;
+  });
+}
+
+}  // namespace reshard

@@ -1,0 +1,107 @@
+// Executor pieces that need no MPI (label unit): host region ops, box splitting, and the ordering
+// contract of the op lists (what makes batches match and never deadlock), checked across all ranks.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <tuple>
+
+#include "reshard/core/model.h"
+#include "reshard/core/pattern.h"
+#include "reshard/core/planner.h"
+#include "reshard/exec/memory.h"
+#include "reshard/exec/ops.h"
+
+namespace reshard {
+namespace {
+
+TEST(SplitBox, CoversOnceWithinLimit) {
+  const Dims extent{7, 5, 3};
+  for (int64_t limit : {2, 6, 30, 44, 90, 1000}) {
+    std::vector<int> hits(7 * 5 * 3, 0);
+    for (const Box& b : split_box(extent, 2, limit)) {
+      EXPECT_LE(b.elements() * 2, std::max<int64_t>(limit, 2)) << limit;
+      for (int64_t i = 0; i < b.extent[0]; ++i)
+        for (int64_t j = 0; j < b.extent[1]; ++j)
+          for (int64_t k = 0; k < b.extent[2]; ++k)
+            ++hits[linear_index(Dims{b.offset[0] + i, b.offset[1] + j, b.offset[2] + k}, extent)];
+    }
+    EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), static_cast<long>(hits.size())) << limit;
+  }
+}
+
+TEST(HostRegionOps, PackUnpackRoundTripAndCopyBox) {
+  const Dims shape{6, 5, 4};
+  std::vector<uint16_t> t(shape.product()), back(shape.product(), 0), dense(2 * 3 * 2);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<uint16_t>(i * 3 + 1);
+  const Dims off{1, 2, 1}, ext{2, 3, 2};
+  host_pack(t.data(), shape, off, ext, 2, dense.data());
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t k = 0; k < 2; ++k)
+        EXPECT_EQ(dense[linear_index(Dims{i, j, k}, ext)], t[linear_index(Dims{1 + i, 2 + j, 1 + k}, shape)]);
+  host_unpack(dense.data(), back.data(), shape, off, ext, 2);
+  int64_t copied = 0;
+  for (size_t i = 0; i < t.size(); ++i) copied += back[i] == t[i];
+  EXPECT_EQ(copied, ext.product());
+}
+
+TEST(HostRegionOps, PatternFillThenCountFindsEachFlippedByte) {
+  const Dims storage{4, 10};
+  RegionSpec r{storage, Dims{1, 2}, Dims{2, 7}, Dims{100, 30}, Dims{50, 3}, 2, param_seed("w")};
+  std::vector<uint8_t> buf(storage.product() * 2, kPoisonByte);
+  EXPECT_GT(host_count_wrong(buf.data(), r), 0);
+  host_fill_pattern(buf.data(), r);
+  EXPECT_EQ(host_count_wrong(buf.data(), r), 0);
+  // Byte (row 1, col 2, byte 1) is global element (50, 3): global byte (50*30+3)*2+1.
+  EXPECT_EQ(buf[(1 * 10 + 2) * 2 + 1], pattern_byte(r.seed, (50 * 30 + 3) * 2 + 1));
+  buf[(2 * 10 + 8) * 2] ^= 0xff;
+  buf[0] ^= 0xff;  // outside the region: not counted
+  EXPECT_EQ(host_count_wrong(buf.data(), r), 1);
+}
+
+// For every pair of ranks, the sends of one match the receives of the other in order and size,
+// and every member of a group posts the same broadcasts in the same order.
+void expect_matching_ops(const Plan& plan, const OpListOptions& o) {
+  using Key = std::tuple<int, int, int, int>;  // group, src, dst, stream
+  std::map<Key, std::vector<int64_t>> sends, recvs;
+  std::map<int, std::vector<std::vector<std::pair<int, int64_t>>>> bcasts;  // group -> per member sequence
+  for (int r = 0; r < plan.world(); ++r) {
+    const RankStorages s = rank_storages(plan, r);
+    std::map<int, std::vector<std::pair<int, int64_t>>> mine;
+    for (const Op& op : build_ops(plan, r, s, o)) {
+      EXPECT_LE(op.bytes(), o.max_message_bytes);
+      if (op.kind == OpKind::Send) sends[{op.group, r, op.peer, op.stream}].push_back(op.bytes());
+      if (op.kind == OpKind::Recv) recvs[{op.group, op.peer, r, op.stream}].push_back(op.bytes());
+      if (op.kind == OpKind::Broadcast) mine[op.group].emplace_back(op.peer, op.bytes());
+    }
+    for (int g = 0; g < static_cast<int>(plan.groups.size()); ++g)
+      if (std::binary_search(plan.groups[g].ranks.begin(), plan.groups[g].ranks.end(), r))
+        bcasts[g].push_back(mine[g]);
+  }
+  EXPECT_EQ(sends, recvs);
+  for (const auto& [g, seqs] : bcasts)
+    for (const auto& seq : seqs) EXPECT_EQ(seq, seqs.front()) << "group " << g;
+}
+
+TEST(OpLists, SendsMatchReceivesAndBroadcastsAgree) {
+  for (const char* model : {"tiny-dense.json", "tiny-moe.json"})
+    for (FanoutMode fan : {FanoutMode::Direct, FanoutMode::TwoPhase})
+      for (Algo algo : {Algo::Reshard, Algo::Golden}) {
+        SystemConfig sys;
+        sys.train.num_gpus = 4;
+        sys.train.pp = 2;
+        sys.train.ep = std::string(model) == "tiny-moe.json" ? 2 : 1;
+        sys.train.tp = sys.train.ep == 1 ? 2 : 1;
+        sys.gen.num_gpus = 4;
+        sys.gen.tp = 2;
+        PlanOptions po;
+        po.fanout = fan;
+        po.bulk = BulkMode::All;
+        po.gen_layout = GenLayout::Vllm;
+        const Plan plan = plan_reshard(load_model(std::string(RESHARD_TEST_DATA) + "/" + model), sys, po);
+        for (int streams : {1, 3}) expect_matching_ops(plan, OpListOptions{algo, streams, 3000});
+      }
+}
+
+}  // namespace
+}  // namespace reshard
