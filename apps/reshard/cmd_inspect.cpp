@@ -1,11 +1,14 @@
 // reshard inspect PLAN: the plan's summary, one rank's traffic, or one param's layouts and transfers,
-// as text or (--json) one JSON document on stdout.
+// as text or (--json) one JSON document on stdout. With --model FILE it first checks that the plan was
+// made for that model (same digest) and refuses (exit 2) otherwise.
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "commands.h"
 #include "reshard/core/error.h"
+#include "reshard/core/model.h"
+#include "reshard/core/plan_check.h"
 #include "reshard/core/plan_io.h"
 #include "reshard/core/stats.h"
 #include "reshard/core/summary.h"
@@ -16,13 +19,14 @@ namespace {
 constexpr size_t kMaxTransfersListed = 32;
 
 struct InspectArgs {
-  std::string plan, param;
+  std::string plan, param, model;
   int rank = -1;
   bool json = false;
 };
 
 int run_inspect(const InspectArgs& a) {
   const Plan plan = load_plan(a.plan);
+  if (!a.model.empty()) check_plan_matches_model(plan, load_model(a.model), a.plan);
   if (a.rank != -1 && (a.rank < 0 || a.rank >= plan.world()))
     throw config_error("--rank " + std::to_string(a.rank) + " is outside the plan's world of " +
                        std::to_string(plan.world()) + " ranks (0.." + std::to_string(plan.world() - 1) + ")");
@@ -55,6 +59,8 @@ void add_inspect_command(CLI::App& app, Action& action) {
   cmd->add_option("--rank", args->rank, "Show this global rank's traffic only");
   cmd->add_option("--param", args->param, "Show this param (HF or grouped name): layouts and transfers");
   cmd->add_flag("--json", args->json, "Print a JSON document instead of text");
+  cmd->add_option("--model", args->model,
+                  "Refuse (exit 2) unless the plan was made for this model (metadata JSON or safetensors)");
   cmd->callback([&action, args] { action = [args] { return run_inspect(*args); }; });
 }
 

@@ -31,6 +31,7 @@ struct PlanArgs {
   std::string train_gpus, gen_gpus, train, gen;
   std::string first_stage_layers, last_stage_layers;
   std::string bulk = "ffn", gen_layout = "hf", fanout = "auto", bucket_bytes = "1Gi";
+  std::string gen_precision = "auto", scales = "misc";
   std::vector<std::string> exclude;
   bool force = false, summary = false;
 };
@@ -92,6 +93,9 @@ std::vector<int> read_layer_map(const std::string& path, Problems& problems) {
     j = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::parse_error& e) {
     problems.add("--layer-map " + path + ": malformed JSON at byte " + std::to_string(e.byte));
+    return {};
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
+    problems.add("--layer-map " + path + ": malformed JSON: " + e.what());
     return {};
   }
   std::vector<int> stages;
@@ -199,6 +203,10 @@ int run_plan(const PlanArgs& a) {
   check(
       problems, [&] { options.fanout = parse_fanout_mode(a.fanout); }, "--fanout");
   check(problems, [&] { options.bucket_bytes = parse_size(a.bucket_bytes, "--bucket-bytes"); });
+  check(
+      problems, [&] { options.gen_precision = parse_gen_precision(a.gen_precision); }, "--gen-precision");
+  check(
+      problems, [&] { options.scales = parse_scales_path(a.scales); }, "--scales");
   if (options.bucket_bytes <= 0)
     problems.add("--bucket-bytes must be positive, got '" + a.bucket_bytes + "'");
   if (!a.rules.empty()) {
@@ -304,6 +312,11 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--gen-layout", args->gen_layout, "Generation storage: hf (default) or vllm (fused)");
   cmd->add_option("--fanout", args->fanout, "Fan-out to gen replicas: auto (default), direct or two-phase");
   cmd->add_option("--bucket-bytes", args->bucket_bytes, "Misc bucket size, e.g. 256Mi, 1Gi (default 1Gi)");
+  cmd->add_option("--gen-precision", args->gen_precision,
+                  "Generation precision: auto (as trained, default), bf16, fp8 (block-FP8 models) or mxfp8 "
+                  "(BF16 models, quantized on receive); see docs/precision.md");
+  cmd->add_option("--scales", args->scales,
+                  "Block-FP8 weight_scale_inv tensors: misc (whole, default) or bulk (resharded by 128-block)");
   cmd->add_option("--rules", args->rules, "Custom name rules JSON (see docs/cli.md)");
   cmd->add_option("-o,--output", args->output, "Write the plan to this file");
   cmd->add_option("--format", args->format, "Plan file format: json or cbor (default: from the extension)");

@@ -12,14 +12,19 @@ struct ExpertName {
   std::string prefix;  // "...experts"
   int expert = -1;
   std::string proj;    // gate_proj | up_proj | down_proj
+  std::string suffix;  // "weight", or "weight_scale_inv" (block-FP8 scales group like their weights)
 };
 
-// Hand-rolled match of (.+\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight: std::regex is
-// too slow for 90k-tensor checkpoints.
+// Hand-rolled match of (.+\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.(weight|weight_scale_inv):
+// std::regex is too slow for 90k-tensor checkpoints.
 bool parse_expert_name(const std::string& n, ExpertName& out) {
-  static constexpr std::string_view kWeight = ".weight";
-  if (n.size() < kWeight.size() || n.compare(n.size() - kWeight.size(), kWeight.size(), kWeight) != 0) return false;
-  const std::string body = n.substr(0, n.size() - kWeight.size());
+  std::string suffix;
+  for (const char* s : {"weight", "weight_scale_inv"}) {
+    const std::string dotted = std::string(".") + s;
+    if (n.size() >= dotted.size() && n.compare(n.size() - dotted.size(), dotted.size(), dotted) == 0) suffix = s;
+  }
+  if (suffix.empty()) return false;
+  const std::string body = n.substr(0, n.size() - suffix.size() - 1);
   const size_t dot = body.rfind('.');
   if (dot == std::string::npos) return false;
   const std::string proj = body.substr(dot + 1);
@@ -33,7 +38,7 @@ bool parse_expert_name(const std::string& n, ExpertName& out) {
   static constexpr std::string_view kExperts = ".experts";
   if (prefix.size() <= kExperts.size() || prefix.compare(prefix.size() - kExperts.size(), kExperts.size(), kExperts) != 0)
     return false;
-  out = {prefix, std::stoi(num), proj};
+  out = {prefix, std::stoi(num), proj, suffix};
   return true;
 }
 
@@ -55,7 +60,7 @@ std::vector<LogicalParam> group_params(const std::vector<TensorMeta>& tensors, P
     const TensorMeta& t = tensors[i];
     ExpertName en;
     if (parse_expert_name(t.name, en)) {
-      const std::string gname = en.prefix + "." + en.proj + ".weight";
+      const std::string gname = en.prefix + "." + en.proj + "." + en.suffix;
       auto [it, fresh] = groups.try_emplace(gname, Group{out.size(), {}});
       if (fresh) {
         LogicalParam p;

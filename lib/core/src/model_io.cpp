@@ -215,36 +215,29 @@ struct Located {
   uint64_t begin = 0;
 };
 
-// Tensors of one safetensors file, sorted by their data offset. File-level faults (unreadable,
-// a header length that lies, malformed JSON) throw; per-tensor faults go into `problems`, each
-// prefixed with `prefix` (the shard's name when reading an index).
-std::vector<TensorMeta> safetensors_tensors(const std::string& path, const std::string& prefix,
-                                            Problems& problems) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config_error("cannot open " + path + ": " + std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const auto file_size = static_cast<uint64_t>(in.tellg());
-  in.seekg(0);
+// The header length from a safetensors file's first 8 bytes (little-endian), checked against the
+// file size before anything is allocated: a corrupt or non-safetensors file must not trigger a huge
+// allocation.
+uint64_t safetensors_header_length(const unsigned char* raw, uint64_t file_size, const std::string& path) {
   if (file_size < 8)
     throw config_error(path + ": " + std::to_string(file_size) +
                        " bytes is too short for a safetensors file (needs an 8-byte header length)");
-  unsigned char raw[8];
-  in.read(reinterpret_cast<char*>(raw), 8);
   uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | raw[i];  // little-endian
-  // Check before allocating: a corrupt or non-safetensors file must not trigger a huge allocation.
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | raw[i];
   if (header_len > file_size - 8)
     throw config_error(path + ": header length " + std::to_string(header_len) + " exceeds the file size " +
                        std::to_string(file_size) + " (not a safetensors file, or truncated)");
-  std::string header(header_len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_len));
-  if (static_cast<uint64_t>(in.gcount()) != header_len)
-    throw config_error(path + ": could not read the " + std::to_string(header_len) + "-byte header");
+  return header_len;
+}
 
+// Tensors of one safetensors header, sorted by their data offset. File-level faults (malformed JSON,
+// not an object) throw; per-tensor faults go into `problems`, each prefixed with `prefix` (the
+// shard's name when reading an index). `data_size` is the size of the data section after the header.
+std::vector<TensorMeta> header_tensors(std::string_view header, uint64_t data_size, const std::string& path,
+                                       const std::string& prefix, Problems& problems) {
   Problems local;
   const Json j = parse_json(header, path, "", local).doc;
   if (!j.is_object()) throw config_error(path + ": header must be a JSON object, got " + type_name(j));
-  const uint64_t data_size = file_size - 8 - header_len;
   std::vector<Located> found;
   for (const auto& [name, entry] : j.items()) {
     if (name == "__metadata__") continue;
@@ -285,6 +278,37 @@ std::vector<TensorMeta> safetensors_tensors(const std::string& path, const std::
   return out;
 }
 
+// Reads only the 8-byte length and the header of the file at `path`, never tensor data.
+std::vector<TensorMeta> safetensors_tensors(const std::string& path, const std::string& prefix,
+                                            Problems& problems) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config_error("cannot open " + path + ": " + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  if (end < 0) throw config_error("cannot read " + path + ": not a regular file");
+  const auto file_size = static_cast<uint64_t>(end);
+  in.seekg(0);
+  unsigned char raw[8] = {};
+  in.read(reinterpret_cast<char*>(raw), file_size < 8 ? 0 : 8);
+  const uint64_t header_len = safetensors_header_length(raw, file_size, path);
+  std::string header(header_len, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  if (static_cast<uint64_t>(in.gcount()) != header_len)
+    throw config_error(path + ": could not read the " + std::to_string(header_len) + "-byte header");
+  return header_tensors(header, file_size - 8 - header_len, path, prefix, problems);
+}
+
+// Checks shared by a safetensors file and its in-memory form: names unique, at least one tensor.
+ModelMeta finish_safetensors(std::vector<TensorMeta> tensors, const std::string& path, Problems& problems) {
+  ModelMeta m;
+  m.origin = path;
+  m.name = file_stem(path);
+  m.tensors = std::move(tensors);
+  if (problems.empty()) check_unique_and_nonempty(m, problems);
+  problems.throw_if_any(path + ": invalid safetensors header");
+  return m;
+}
+
 }  // namespace
 
 ModelMeta load_model(const std::string& path) {
@@ -322,13 +346,24 @@ ModelMeta parse_model_json(std::string_view text, const std::string& origin) {
 
 ModelMeta read_safetensors(const std::string& path) {
   Problems problems;
-  ModelMeta m;
-  m.origin = path;
-  m.name = file_stem(path);
-  m.tensors = safetensors_tensors(path, "", problems);
-  if (problems.empty()) check_unique_and_nonempty(m, problems);
-  problems.throw_if_any(path + ": invalid safetensors header");
-  return m;
+  std::vector<TensorMeta> tensors = safetensors_tensors(path, "", problems);
+  return finish_safetensors(std::move(tensors), path, problems);
+}
+
+ModelMeta parse_safetensors_header(std::string_view bytes, uint64_t file_size, const std::string& origin) {
+  if (bytes.size() > file_size)
+    throw config_error(origin + ": " + std::to_string(bytes.size()) + " bytes given for a " +
+                       std::to_string(file_size) + "-byte file");
+  if (bytes.size() < 8 && file_size >= 8)
+    throw config_error(origin + ": could not read the 8-byte header length");
+  const uint64_t header_len =
+      safetensors_header_length(reinterpret_cast<const unsigned char*>(bytes.data()), file_size, origin);
+  if (bytes.size() - 8 < header_len)
+    throw config_error(origin + ": could not read the " + std::to_string(header_len) + "-byte header");
+  Problems problems;
+  std::vector<TensorMeta> tensors =
+      header_tensors(bytes.substr(8, header_len), file_size - 8 - header_len, origin, "", problems);
+  return finish_safetensors(std::move(tensors), origin, problems);
 }
 
 ModelMeta read_safetensors_index(const std::string& path) {

@@ -155,6 +155,8 @@ SystemConfig parse_system_json(std::string_view text, const std::string& origin)
     j = Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
     throw config_error(origin + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  } catch (const Json::exception& e) {  // e.g. a number too large for a double (out_of_range 406)
+    throw config_error(origin + ": malformed JSON: " + e.what());
   }
   if (!j.is_object()) throw config_error(origin + ": expected a JSON object with \"train\" and \"generation\"");
   SystemConfig sys;

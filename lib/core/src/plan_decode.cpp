@@ -421,6 +421,9 @@ void read_inputs(const Reader& r, const json& doc, Plan& plan) {
     }
     opt.rules_json = rules.dump();
   }
+  // Optional: plans written before precision pairs mean auto / misc.
+  if (r.find(o, "gen_precision") != nullptr) opt.gen_precision = r.name_at(o, op, "gen_precision", parse_gen_precision);
+  if (r.find(o, "scales") != nullptr) opt.scales = r.name_at(o, op, "scales", parse_scales_path);
 }
 
 // Nested rank lists -> row-major ranks and dim sizes; every list at one depth must have one length.
@@ -544,6 +547,15 @@ void read_param(const Reader& r, const json& v, const std::string& path, size_t 
   const int groups = static_cast<int>(plan.groups.size());
   p.group = r.int32_at(v, path, "group", 0, groups - 1);
   p.uneven = r.boolean(r.at(v, path, "uneven"), key_path(path, "uneven"));
+  if (r.find(v, "gen_precision") != nullptr) {  // optional: absent, the param lands as sent
+    const GenPrecision g = r.name_at(v, path, "gen_precision", parse_gen_precision);
+    if (g != GenPrecision::Mxfp8)
+      r.fail(key_path(path, "gen_precision"), std::string("a param records only \"mxfp8\", got \"") + to_string(g) + "\"");
+    if (p.dtype != DType::BF16 || p.shape.n < 1)
+      r.fail(key_path(path, "gen_precision"), "mxfp8 needs a bfloat16 param of at least 1 dim");
+    p.mxfp8 = true;
+    p.scale_storage = r.str_at(v, path, "scale_storage");
+  }
 
   if (!has_transfers) r.fail(path, "missing key 'transfers'");
   if (!has_fanouts) r.fail(path, "missing key 'fanouts'");

@@ -154,7 +154,7 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   write_parallelism(w, plan.system.gen);
   w.line_break(2);
   w.key("options");
-  w.begin_object(10);
+  w.begin_object(12);
   w.key("bulk"), w.str(to_string(o.bulk));
   w.key("gen_layout"), w.str(to_string(o.gen_layout));
   w.key("fanout"), w.str(to_string(o.fanout));
@@ -169,6 +169,8 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   write_ints(w, o.layer_to_stage);
   w.key("rules");
   write_value(w, rules);
+  w.key("gen_precision"), w.str(to_string(o.gen_precision));
+  w.key("scales"), w.str(to_string(o.scales));
   w.end_object();
   w.end_object();
 }
@@ -179,7 +181,8 @@ template <class W>
 void write_param(W& w, const Plan& plan, const ParamPlan& p) {
   const bool bulk = p.path == Path::Bulk;
   const bool members = !members_are_just_name(p);
-  w.begin_object((bulk ? 15 : 9) + (members ? 1 : 0));
+  const bool mx = bulk && p.mxfp8;
+  w.begin_object((bulk ? 15 : 9) + (members ? 1 : 0) + (mx ? 2 : 0));
   w.key("name"), w.str(p.name);
   if (members) {
     w.key("members");
@@ -211,6 +214,10 @@ void write_param(W& w, const Plan& plan, const ParamPlan& p) {
   w.key("fanout"), w.str(to_string(p.fanout));
   w.key("group"), w.integer(p.group);
   w.key("uneven"), w.boolean(p.uneven);
+  if (mx) {
+    w.key("gen_precision"), w.str(to_string(GenPrecision::Mxfp8));
+    w.key("scale_storage"), w.str(p.scale_storage);
+  }
   w.key("transfers");
   w.begin_array(p.transfer_count);
   for (uint64_t i = p.transfer_begin; i < p.transfer_begin + p.transfer_count; ++i) {

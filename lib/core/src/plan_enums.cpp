@@ -19,6 +19,11 @@ constexpr Names<BulkMode, 2> kBulkModeNames{{{BulkMode::Ffn, "ffn"}, {BulkMode::
 constexpr Names<GenLayout, 2> kGenLayoutNames{{{GenLayout::Hf, "hf"}, {GenLayout::Vllm, "vllm"}}};
 constexpr Names<FanoutMode, 3> kFanoutModeNames{
     {{FanoutMode::Auto, "auto"}, {FanoutMode::Direct, "direct"}, {FanoutMode::TwoPhase, "two-phase"}}};
+constexpr Names<GenPrecision, 4> kGenPrecisionNames{{{GenPrecision::Auto, "auto"},
+                                                     {GenPrecision::Bf16, "bf16"},
+                                                     {GenPrecision::Fp8, "fp8"},
+                                                     {GenPrecision::Mxfp8, "mxfp8"}}};
+constexpr Names<ScalesPath, 2> kScalesPathNames{{{ScalesPath::Misc, "misc"}, {ScalesPath::Bulk, "bulk"}}};
 
 template <class E, size_t N>
 const char* name_of(const Names<E, N>& names, E e) {
@@ -46,11 +51,17 @@ const char* to_string(Fanout f) { return name_of(kFanoutNames, f); }
 const char* to_string(BulkMode m) { return name_of(kBulkModeNames, m); }
 const char* to_string(GenLayout l) { return name_of(kGenLayoutNames, l); }
 const char* to_string(FanoutMode m) { return name_of(kFanoutModeNames, m); }
+const char* to_string(GenPrecision p) { return name_of(kGenPrecisionNames, p); }
+const char* to_string(ScalesPath s) { return name_of(kScalesPathNames, s); }
 
 Path parse_path(const std::string& s) { return parse_name(kPathNames, s, "path"); }
 Fanout parse_fanout(const std::string& s) { return parse_name(kFanoutNames, s, "fanout"); }
 BulkMode parse_bulk_mode(const std::string& s) { return parse_name(kBulkModeNames, s, "bulk mode"); }
 GenLayout parse_gen_layout(const std::string& s) { return parse_name(kGenLayoutNames, s, "gen layout"); }
 FanoutMode parse_fanout_mode(const std::string& s) { return parse_name(kFanoutModeNames, s, "fanout mode"); }
+GenPrecision parse_gen_precision(const std::string& s) {
+  return parse_name(kGenPrecisionNames, s, "gen precision");
+}
+ScalesPath parse_scales_path(const std::string& s) { return parse_name(kScalesPathNames, s, "scales path"); }
 
 }  // namespace reshard

@@ -8,21 +8,14 @@
 
 #include "reshard/core/grouping.h"
 #include "reshard/core/hash.h"
+#include "reshard/core/plan_check.h"
 #include "reshard/core/rules.h"
 #include "reshard/core/stages.h"
 #include "planner_bulk.h"
+#include "planner_precision.h"
 
 namespace reshard {
 namespace {
-
-std::string model_digest(const ModelMeta& m) {
-  Hasher h;
-  for (const TensorMeta& t : m.tensors) {
-    h.add(t.name).add(dtype_name(t.dtype));
-    for (int d = 0; d < t.shape.n; ++d) h.add(t.shape[d]);
-  }
-  return h.hex();
-}
 
 void hash_parallelism(Hasher& h, const Parallelism& p) {
   for (int v : {p.num_gpus, p.tp, p.pp, p.ep, p.etp, p.cp, p.dp}) h.add(v);
@@ -41,6 +34,9 @@ std::string fingerprint(const Plan& plan) {
   h.add(o.first_stage_layers).add(o.last_stage_layers).add("map");
   for (int s : o.layer_to_stage) h.add(s);
   h.add(o.rules_json);
+  // Only when set, so that plans made before precision pairs keep their fingerprints.
+  if (o.gen_precision != GenPrecision::Auto || o.scales != ScalesPath::Misc)
+    h.add("precision").add(to_string(o.gen_precision)).add(to_string(o.scales));
   return h.hex();
 }
 
@@ -107,6 +103,9 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
   }
   if (kept.empty()) problems.add("no parameters left after --exclude");
   std::vector<LogicalParam> logical = group_params(kept, problems);
+  const GenPrecision gen_precision = check_precision_pair(logical, options, problems);
+  const std::vector<int> scale_owner =
+      options.scales == ScalesPath::Bulk ? scale_owners(logical) : std::vector<int>(logical.size(), -1);
 
   // Decoder layers: every layers.N that is not an MTP layer.
   const std::vector<int>& mtp = options.mtp_layers;
@@ -169,6 +168,13 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
     c.param = std::move(p);
     params.push_back(std::move(c));
   }
+  // --scales bulk: a scale follows its weight onto the bulk path with the weight's placements.
+  for (size_t i = 0; i < params.size(); ++i) {
+    const int w = scale_owner[i];
+    if (w < 0 || params[w].rule.path != Path::Bulk) continue;
+    params[i].rule = ParamRule{Path::Bulk, "fp8_scale", params[w].rule.expert, params[w].rule.train_tp_dim,
+                               params[w].rule.gen_tp_dim, "", -1, 0};
+  }
   problems.throw_if_any("invalid reshard configuration:");
 
   Plan plan;
@@ -230,7 +236,10 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
     }
     plan.params.push_back(std::move(pp));
   }
+  apply_precision(plan, gen_precision, scale_owner, problems);
+  problems.throw_if_any("invalid reshard configuration:");
   finalize_fused_storages(plan);
+  name_scale_storages(plan);
   plan_bulk_transfers(plan);
   plan_misc_buckets(plan, meshes.train);
   return plan;

@@ -45,6 +45,9 @@ std::vector<CustomRule> parse_rules(const std::string& json_text, const std::str
   } catch (const nlohmann::json::parse_error& e) {
     problems.add(origin + ": malformed JSON at byte " + std::to_string(e.byte));
     return out;
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
+    problems.add(origin + ": malformed JSON: " + e.what());
+    return out;
   }
   const nlohmann::json* list = &doc;
   if (doc.is_object() && doc.contains("rules")) list = &doc["rules"];
@@ -68,10 +71,11 @@ std::vector<CustomRule> parse_rules(const std::string& json_text, const std::str
       problems.add(where + ": bad regex '" + c.pattern + "': " + e.what());
       regex_ok = false;
     }
-    const std::string path = r.value("path", std::string("bulk"));
-    if (path == "bulk") c.path = Path::Bulk;
-    else if (path == "misc") c.path = Path::Misc;
-    else problems.add(where + ": path must be \"bulk\" or \"misc\", got '" + path + "'");
+    // Checked by hand: json::value() would throw json's own type_error for a non-string path.
+    const nlohmann::json* path = r.contains("path") ? &r["path"] : nullptr;
+    if (path == nullptr || *path == "bulk") c.path = Path::Bulk;
+    else if (*path == "misc") c.path = Path::Misc;
+    else problems.add(where + ": path must be \"bulk\" or \"misc\", got " + path->dump());
     if (r.contains("train_shard_dim")) c.train_shard_dim = shard_dim_from_json(r["train_shard_dim"], where + ".train_shard_dim", problems);
     if (r.contains("gen_shard_dim")) c.gen_shard_dim = shard_dim_from_json(r["gen_shard_dim"], where + ".gen_shard_dim", problems);
     if (r.contains("expert")) {

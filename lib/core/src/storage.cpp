@@ -3,6 +3,7 @@
 #include <map>
 
 #include "planner_bulk.h"
+#include "reshard/core/mxfp8.h"
 
 namespace reshard {
 
@@ -14,13 +15,13 @@ std::vector<LocalStorage> src_storages(const Plan& plan, int rank) {
     const int f = p.src.mesh.flat_index_of_rank(rank);
     if (f < 0) continue;
     const Box b = p.src.local_box(p.shape, f);
-    out.push_back(LocalStorage{p.name, p.dtype, b.extent, {StorageMember{i, b, Dims::zeros(p.shape.n)}}});
+    out.push_back(LocalStorage{p.name, p.dtype, b.extent, {StorageMember{i, b, Dims::zeros(p.shape.n)}}, {}, {}});
   }
   for (const MiscBucket& bucket : plan.buckets) {
     if (bucket.root != rank) continue;
     for (uint32_t i : bucket.params) {
       const ParamPlan& p = plan.params[i];
-      out.push_back(LocalStorage{p.name, p.dtype, p.shape, {StorageMember{i, full_box(p.shape), Dims::zeros(p.shape.n)}}});
+      out.push_back(LocalStorage{p.name, p.dtype, p.shape, {StorageMember{i, full_box(p.shape), Dims::zeros(p.shape.n)}}, {}, {}});
     }
   }
   return out;
@@ -40,15 +41,21 @@ std::vector<LocalStorage> dst_storages(const Plan& plan, int rank) {
     Dims offset = Dims::zeros(p.shape.n);
     if (p.dst_fuse_dim >= 0 && !origins[i].empty()) offset[p.dst_fuse_dim] = origins[i][f];
     auto [it, fresh] = index.try_emplace(p.dst_storage, out.size());
-    if (fresh) out.push_back(LocalStorage{p.dst_storage, p.dtype, Dims::zeros(p.shape.n), {}});
+    if (fresh) out.push_back(LocalStorage{p.dst_storage, p.dtype, Dims::zeros(p.shape.n), {}, {}, {}});
     LocalStorage& s = out[it->second];
     s.members.push_back(StorageMember{i, b, offset});
     for (int d = 0; d < p.shape.n; ++d) s.shape[d] = std::max(s.shape[d], offset[d] + b.extent[d]);
+    if (p.mxfp8) {
+      s.dtype = DType::F8_E4M3;
+      s.scale_name = p.scale_storage;
+    }
   }
+  for (LocalStorage& s : out)
+    if (!s.scale_name.empty()) s.scale_shape = mxfp8_scale_shape(s.shape);
   for (uint32_t i = 0; i < plan.params.size(); ++i) {
     const ParamPlan& p = plan.params[i];
     if (p.path != Path::Misc) continue;
-    out.push_back(LocalStorage{p.name, p.dtype, p.shape, {StorageMember{i, full_box(p.shape), Dims::zeros(p.shape.n)}}});
+    out.push_back(LocalStorage{p.name, p.dtype, p.shape, {StorageMember{i, full_box(p.shape), Dims::zeros(p.shape.n)}}, {}, {}});
   }
   return out;
 }

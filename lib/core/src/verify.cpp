@@ -21,6 +21,7 @@ class Verifier {
       const ParamPlan& param = plan_.params[p];
       ++report_.params_checked;
       if (param.path == Path::Bulk) check_bulk(p);
+      if (param.mxfp8) check_mxfp8(param);
     }
     check_misc();
     return std::move(report_);
@@ -114,6 +115,20 @@ class Verifier {
     for (auto& [rank, boxes] : received)
       if (param.dst.mesh.flat_index_of_rank(rank) < 0 && !boxes.empty())
         problem(where(param, rank, boxes[0]) + ": rank is not in the destination mesh");
+  }
+
+  // MXFP8: BF16 on the wire, and every gen shard spans whole 32-element blocks along K (the last dim).
+  void check_mxfp8(const ParamPlan& param) {
+    if (param.path != Path::Bulk || param.dtype != DType::BF16 || param.shape.n < 1 || param.scale_storage.empty()) {
+      problem("param " + param.name + ": mxfp8 needs a bulk bfloat16 param with a scale storage");
+      return;
+    }
+    const int k = param.shape.n - 1;
+    for (int f = 0; f < param.dst.mesh.size(); ++f) {
+      const Box b = param.dst.local_box(param.shape, f);
+      if (b.extent[k] % 32 != 0 || b.offset[k] % 32 != 0)
+        problem(where(param, param.dst.mesh.ranks[f], b) + ": mxfp8 shard does not span whole 32-element K blocks");
+    }
   }
 
   // The box must lie in what `rank` holds under the dst layout, at the right local offset.

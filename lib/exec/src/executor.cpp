@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "reshard/core/error.h"
+#include "reshard/core/mxfp8.h"
 #include "reshard/core/pattern.h"
 
 namespace reshard {
@@ -13,8 +14,12 @@ int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
 RegionSpec region(const Plan& plan, const LocalStorage& s, const StorageMember& m) {
   const ParamPlan& p = plan.params[m.param];
-  return RegionSpec{s.shape, m.offset, m.box.extent, p.shape, m.box.offset, dtype_size(p.dtype), param_seed(p.name)};
+  return RegionSpec{s.shape,      m.offset,           m.box.extent,
+                    p.shape,      m.box.offset,       dtype_size(p.dtype),
+                    param_seed(p.name), p.dtype == DType::F8_E4M3};
 }
+
+bool lands(const Op& op) { return !op.pieces.empty() && op.pieces[0].landing; }
 
 }  // namespace
 
@@ -47,14 +52,41 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
       if (!op.direct()) staged += align64(op.bytes());
     want = std::max(want, staged);
   }
+  // MXFP8 landings: one per param this rank holds, each must fit the pool on its own.
+  landing_at_.assign(plan.params.size(), -1);
+  landing_pending_.assign(plan.params.size(), 0);
+  landing_bytes_.assign(plan.params.size(), 0);
+  int64_t landing_total = 0, landing_max = 0;
+  for (const LocalStorage& s : storages_.dst) {
+    if (!s.mxfp8()) continue;
+    for (const StorageMember& m : s.members) {
+      const int64_t b = align64(m.box.elements() * dtype_size(plan.params[m.param].dtype));
+      landing_bytes_[m.param] = b;
+      mx_params_.push_back(m.param);
+      landing_total += b;
+      landing_max = std::max(landing_max, b);
+      if (b > options_.staging_bytes)
+        throw config_error("param " + plan.params[m.param].name + ": its BF16 landing of " + std::to_string(b) +
+                           " bytes on rank " + std::to_string(rank) + " exceeds --staging-bytes " +
+                           std::to_string(options_.staging_bytes) +
+                           " (MXFP8 shards land whole before they are quantized); raise --staging-bytes");
+    }
+  }
   try {
     for (const LocalStorage& s : storages_.src) src_buf_.push_back(memory_.alloc(s.bytes()));
-    for (const LocalStorage& s : storages_.dst) dst_buf_.push_back(memory_.alloc(s.bytes()));
+    for (const LocalStorage& s : storages_.dst) {
+      dst_buf_.push_back(memory_.alloc(s.bytes()));
+      dst_scale_buf_.push_back(s.mxfp8() ? memory_.alloc(s.scale_bytes()) : nullptr);
+    }
     staging_size_ = std::min(want, options_.staging_bytes);
     if (staging_size_ > 0) staging_ = memory_.alloc(staging_size_);
+    landing_size_ = std::max(landing_max, std::min(landing_total, options_.staging_bytes));
+    if (landing_size_ > 0) landing_ = memory_.alloc(landing_size_);
   } catch (...) {
     for (void* p : src_buf_) memory_.free(p);
     for (void* p : dst_buf_) memory_.free(p);
+    for (void* p : dst_scale_buf_) memory_.free(p);
+    if (staging_) memory_.free(staging_);
     throw;
   }
 }
@@ -63,7 +95,10 @@ Executor::~Executor() {
   for (void* p : src_buf_) memory_.free(p);
   for (void* p : dst_buf_) memory_.free(p);
   for (void* p : snapshot_) memory_.free(p);
+  for (void* p : dst_scale_buf_) memory_.free(p);
+  for (void* p : snapshot_scale_) memory_.free(p);
   if (staging_) memory_.free(staging_);
+  if (landing_) memory_.free(landing_);
 }
 
 void Executor::fill_sources() {
@@ -73,16 +108,41 @@ void Executor::fill_sources() {
 }
 
 void Executor::poison_destinations() {
-  for (size_t i = 0; i < storages_.dst.size(); ++i) memory_.memset(dst_buf_[i], kPoisonByte, storages_.dst[i].bytes());
+  for (size_t i = 0; i < storages_.dst.size(); ++i) {
+    memory_.memset(dst_buf_[i], kPoisonByte, storages_.dst[i].bytes());
+    if (dst_scale_buf_[i]) memory_.memset(dst_scale_buf_[i], kPoisonByte, storages_.dst[i].scale_bytes());
+  }
   memory_.sync(-1);
 }
 
-void* Executor::storage_base(const Op& op, int storage) const {
-  return op.src_side ? src_buf_[storage] : dst_buf_[storage];
+void* Executor::storage_base(const Op& op, const Piece& p) const {
+  if (p.landing) return static_cast<uint8_t*>(landing_) + landing_at_[op.param];
+  return op.src_side ? src_buf_[p.storage] : dst_buf_[p.storage];
 }
 
 void* Executor::storage_ptr(const Op& op, const Piece& p) const {
-  return static_cast<uint8_t*>(storage_base(op, p.storage)) + linear_index(p.storage_offset, p.storage_shape) * op.elem_size;
+  return static_cast<uint8_t*>(storage_base(op, p)) + linear_index(p.storage_offset, p.storage_shape) * op.elem_size;
+}
+
+// Opens the landing of `param`; ends the batch first when the pool is too full (the params of the
+// batch then complete and their landings are released).
+void Executor::open_landing(uint32_t param, Batch& batch) {
+  const int64_t bytes = landing_bytes_[param];
+  if (landing_used_ + bytes > landing_size_ && !batch.ops.empty()) post_batch(batch);
+  if (landing_used_ + bytes > landing_size_)
+    throw runtime_error("MXFP8 landing of " + plan_.params[param].name + " (" + std::to_string(bytes) +
+                        " bytes) does not fit the landing pool of " + std::to_string(landing_size_) + " bytes");
+  landing_at_[param] = landing_used_;
+  landing_used_ += bytes;
+}
+
+void Executor::quantize_landing(uint32_t param, int stream) {
+  const auto [st, mi] = storages_.dst_of_param[param].front();
+  const LocalStorage& s = storages_.dst[st];
+  const StorageMember& m = s.members[mi];
+  memory_.quantize_mxfp8(static_cast<uint8_t*>(landing_) + landing_at_[param], m.box.extent, dst_buf_[st],
+                         dst_scale_buf_[st], s.shape, m.offset, stream);
+  landing_at_[param] = -1;
 }
 
 void Executor::run(Algo algo) {
@@ -102,6 +162,13 @@ void Executor::run_phase(Algo algo, int phase) {
 void Executor::run_ops(const std::vector<const Op*>& ops) {
   Batch batch;
   batch.streams.assign(options_.streams, false);
+  landing_used_ = 0;  // every landing was released when the previous op list finished
+  for (uint32_t p : mx_params_) {
+    landing_pending_[p] = 0;
+    landing_at_[p] = -1;
+  }
+  for (const Op* op : ops)
+    if (lands(*op)) ++landing_pending_[op->param];
   for (const Op* op : ops) {
     const int64_t staged = op->direct() ? 0 : align64(op->bytes());
     const bool depends = op->fanout && op->root &&
@@ -114,6 +181,7 @@ void Executor::run_ops(const std::vector<const Op*>& ops) {
     if (staged > staging_size_)
       throw runtime_error("op of " + std::to_string(op->bytes()) + " bytes does not fit staging of " +
                           std::to_string(staging_size_) + " bytes");
+    if (lands(*op) && landing_at_[op->param] < 0) open_landing(op->param, batch);
 
     void* wire = nullptr;
     if (staged == 0) {
@@ -125,7 +193,7 @@ void Executor::run_ops(const std::vector<const Op*>& ops) {
     const bool sends = op->kind == OpKind::Send || (op->kind == OpKind::Broadcast && op->root);
     if (sends && staged > 0)
       for (const Piece& p : op->pieces)
-        memory_.copy_box(storage_base(*op, p.storage),
+        memory_.copy_box(storage_base(*op, p),
                          p.storage_shape, p.storage_offset, wire, op->wire_extent, p.wire_offset, p.extent,
                          op->elem_size, op->stream);
     switch (op->kind) {
@@ -153,8 +221,21 @@ void Executor::post_batch(Batch& batch) {
     if (sends || op.direct()) continue;
     for (const Piece& p : op.pieces)
       memory_.copy_box(batch.wire[i], op.wire_extent, p.wire_offset,
-                       storage_base(op, p.storage),
+                       storage_base(op, p),
                        p.storage_shape, p.storage_offset, p.extent, op.elem_size, op.stream);
+  }
+  // MXFP8: params whose last op on this rank just completed are quantized (after their unpacks, on
+  // the same stream) and release their landing.
+  bool quantized = false;
+  for (const Op* op : batch.ops)
+    if (lands(*op) && --landing_pending_[op->param] == 0) {
+      quantize_landing(op->param, op->stream);
+      quantized = true;
+    }
+  if (quantized) {
+    bool open = false;
+    for (uint32_t p : mx_params_) open = open || landing_at_[p] >= 0;
+    if (!open) landing_used_ = 0;
   }
   memory_.sync(-1);
   ++batches_;
@@ -167,27 +248,80 @@ void Executor::post_batch(Batch& batch) {
 
 std::vector<int64_t> Executor::count_wrong() {
   std::vector<int64_t> wrong(plan_.params.size(), 0);
-  for (size_t i = 0; i < storages_.dst.size(); ++i)
+  for (size_t i = 0; i < storages_.dst.size(); ++i) {
+    if (storages_.dst[i].mxfp8()) {
+      count_wrong_mxfp8(i, wrong);
+      continue;
+    }
     for (const StorageMember& m : storages_.dst[i].members)
       wrong[m.param] += memory_.count_wrong(dst_buf_[i], region(plan_, storages_.dst[i], m));
+  }
   return wrong;
+}
+
+// MXFP8 storages: every e4m3 value and E8M0 scale byte against the CPU reference quantizer applied to
+// the BF16 pattern of the member's global box (what the sources hold).
+int64_t Executor::count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong) {
+  const LocalStorage& s = storages_.dst[storage];
+  std::vector<uint8_t> values(static_cast<size_t>(s.bytes())), scales(static_cast<size_t>(s.scale_bytes()));
+  memory_.sync(-1);
+  memory_.download(values.data(), dst_buf_[storage], s.bytes());
+  memory_.download(scales.data(), dst_scale_buf_[storage], s.scale_bytes());
+  int64_t total = 0;
+  for (const StorageMember& m : s.members) {
+    const ParamPlan& p = plan_.params[m.param];
+    const Dims& extent = m.box.extent;
+    const Dims scale_extent = mxfp8_scale_shape(extent);
+    const int64_t n = extent.product();
+    std::vector<uint16_t> bf16(static_cast<size_t>(n));
+    host_fill_pattern(bf16.data(), RegionSpec{extent, Dims::zeros(extent.n), extent, p.shape, m.box.offset,
+                                              dtype_size(p.dtype), param_seed(p.name), false});
+    std::vector<uint8_t> want_v(static_cast<size_t>(n)), want_s(static_cast<size_t>(scale_extent.product()));
+    mxfp8_quantize(bf16.data(), extent, want_v.data(), want_s.data());
+    std::vector<uint8_t> got_v(want_v.size()), got_s(want_s.size());
+    host_copy_box(values.data(), s.shape, m.offset, got_v.data(), extent, Dims::zeros(extent.n), extent, 1);
+    Dims scale_offset = m.offset;
+    scale_offset[scale_offset.n - 1] /= kMxBlock;
+    host_copy_box(scales.data(), s.scale_shape, scale_offset, got_s.data(), scale_extent, Dims::zeros(extent.n),
+                  scale_extent, 1);
+    int64_t bad = 0;
+    for (size_t j = 0; j < want_v.size(); ++j) bad += want_v[j] != got_v[j];
+    for (size_t j = 0; j < want_s.size(); ++j) bad += want_s[j] != got_s[j];
+    wrong[m.param] += bad;
+    total += bad;
+  }
+  return total;
 }
 
 void Executor::snapshot_destinations() {
   if (!snapshot_taken_)
-    for (const LocalStorage& s : storages_.dst) snapshot_.push_back(memory_.alloc(s.bytes()));
+    for (const LocalStorage& s : storages_.dst) {
+      snapshot_.push_back(memory_.alloc(s.bytes()));
+      snapshot_scale_.push_back(s.mxfp8() ? memory_.alloc(s.scale_bytes()) : nullptr);
+    }
   snapshot_taken_ = true;
-  for (size_t i = 0; i < storages_.dst.size(); ++i) memory_.copy_bytes(snapshot_[i], dst_buf_[i], storages_.dst[i].bytes());
+  for (size_t i = 0; i < storages_.dst.size(); ++i) {
+    memory_.copy_bytes(snapshot_[i], dst_buf_[i], storages_.dst[i].bytes());
+    if (snapshot_scale_[i]) memory_.copy_bytes(snapshot_scale_[i], dst_scale_buf_[i], storages_.dst[i].scale_bytes());
+  }
   memory_.sync(-1);
 }
 
 std::vector<int64_t> Executor::count_different_from_snapshot() {
   std::vector<int64_t> diff(plan_.params.size(), 0);
   if (!snapshot_taken_) throw runtime_error("count_different_from_snapshot() before snapshot_destinations()");
-  for (size_t i = 0; i < storages_.dst.size(); ++i)
-    for (const StorageMember& m : storages_.dst[i].members)
-      diff[m.param] += memory_.count_different(snapshot_[i], dst_buf_[i], storages_.dst[i].shape, m.offset, m.box.extent,
-                                               dtype_size(plan_.params[m.param].dtype));
+  for (size_t i = 0; i < storages_.dst.size(); ++i) {
+    const LocalStorage& s = storages_.dst[i];
+    for (const StorageMember& m : s.members) {
+      diff[m.param] += memory_.count_different(snapshot_[i], dst_buf_[i], s.shape, m.offset, m.box.extent,
+                                               s.mxfp8() ? 1 : dtype_size(plan_.params[m.param].dtype));
+      if (!s.mxfp8()) continue;
+      Dims offset = m.offset;
+      offset[offset.n - 1] /= kMxBlock;
+      diff[m.param] += memory_.count_different(snapshot_scale_[i], dst_scale_buf_[i], s.scale_shape, offset,
+                                               mxfp8_scale_shape(m.box.extent), 1);
+    }
+  }
   return diff;
 }
 

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "reshard/core/error.h"
+#include "reshard/core/mxfp8.h"
 #include "reshard/exec/memory.h"
 
 namespace reshard {
@@ -62,6 +63,14 @@ class HostMemory final : public Memory {
     }
   }
   void copy_bytes(void* dst, const void* src, int64_t bytes) override { std::memcpy(dst, src, static_cast<size_t>(bytes)); }
+  void quantize_mxfp8(const void* bf16, const Dims& extent, void* values, void* scales, const Dims& shape,
+                      const Dims& offset, int) override {
+    mxfp8_quantize_into(static_cast<const uint16_t*>(bf16), extent, static_cast<uint8_t*>(values),
+                        static_cast<uint8_t*>(scales), shape, offset);
+  }
+  void download(void* host, const void* src, int64_t bytes) override {
+    std::memcpy(host, src, static_cast<size_t>(bytes));
+  }
   void sync(int) override {}
 
  private:

@@ -35,6 +35,11 @@ void for_each_row(const RegionSpec& r, F&& f) {
   }
 }
 
+uint64_t expected_word(const RegionSpec& r, uint64_t word) {
+  const uint64_t w = pattern_word(r.seed, word);
+  return r.fp8_valid ? fp8_valid_word(w) : w;
+}
+
 }  // namespace
 
 void host_fill_pattern(void* storage, const RegionSpec& r) {
@@ -44,7 +49,7 @@ void host_fill_pattern(void* storage, const RegionSpec& r) {
     uint64_t b = static_cast<uint64_t>(g);
     const uint64_t end = b + static_cast<uint64_t>(len);
     while (b < end) {
-      const uint64_t word = pattern_word(r.seed, b >> 3);
+      const uint64_t word = expected_word(r, b >> 3);
       const uint64_t stop = std::min(end, ((b >> 3) + 1) << 3);
       for (; b < stop; ++b) *out++ = static_cast<uint8_t>(word >> (8 * (b & 7)));
     }
@@ -59,7 +64,7 @@ int64_t host_count_wrong(const void* storage, const RegionSpec& r) {
     uint64_t b = static_cast<uint64_t>(g);
     const uint64_t end = b + static_cast<uint64_t>(len);
     while (b < end) {
-      const uint64_t word = pattern_word(r.seed, b >> 3);
+      const uint64_t word = expected_word(r, b >> 3);
       const uint64_t stop = std::min(end, ((b >> 3) + 1) << 3);
       for (; b < stop; ++b) wrong += *in++ != static_cast<uint8_t>(word >> (8 * (b & 7)));
     }

@@ -8,6 +8,7 @@
 
 #include "reshard/core/error.h"
 #include "reshard/exec/control.h"
+#include "transports.h"
 
 #ifdef RESHARD_HAVE_MPI
 #include "reshard/exec/mpi_check.h"
@@ -145,28 +146,7 @@ class MpiTransport final : public Transport {
 
 }  // namespace
 
-std::vector<std::string> available_transports() { return {"mpi"}; }
+std::unique_ptr<Transport> make_mpi_transport(Control& control) { return std::make_unique<MpiTransport>(control); }
 
-std::unique_ptr<Transport> make_transport(const std::string& name, Control& control) {
-  if (name == "mpi") return std::make_unique<MpiTransport>(control);
-  throw config_error("unknown transport '" + name + "' (built: mpi)");
-}
-
-}  // namespace reshard
-
-#else
-
-namespace reshard {
-std::vector<std::string> available_transports() { return {}; }
-std::unique_ptr<Transport> make_transport(const std::string& name, Control&) {
-  throw config_error("transport '" + name + "': MPI support was not built");
-}
 }  // namespace reshard
 #endif
-
-namespace reshard {
-std::unique_ptr<Memory> make_memory_for(const Transport& transport) {
-  if (transport.memory_kind() == MemoryKind::Host) return make_host_memory();
-  throw config_error("transport " + transport.name() + " needs device memory, which this build lacks");
-}
-}  // namespace reshard

@@ -146,6 +146,16 @@ class OpBuilder {
     return {list[0].first, &s_.dst[list[0].first].members[list[0].second]};
   }
 
+  // A piece into dst storage `st` at `storage_offset`; MXFP8 params land in their BF16 landing buffer
+  // instead (member-relative coordinates, see Piece::landing).
+  Piece dst_piece(uint32_t p, int st, const StorageMember& m, const Dims& storage_offset, const Dims& wire_offset,
+                  const Dims& extent) const {
+    if (!plan_.params[p].mxfp8) return {st, s_.dst[st].shape, storage_offset, wire_offset, extent, false};
+    Dims rel = storage_offset;
+    for (int d = 0; d < rel.n; ++d) rel[d] -= m.offset[d];
+    return {st, m.box.extent, rel, wire_offset, extent, true};
+  }
+
   void add_reshard_param(uint32_t p, int stream) {
     const ParamPlan& param = plan_.params[p];
     const int es = dtype_size(param.dtype);
@@ -158,28 +168,33 @@ class OpBuilder {
         proto.src_side = true;
         const Dims shape = s_.src[st].shape;
         emit_split(proto, t.box.extent, [&](const Box& sub) {
-          return std::vector<Piece>{{st, shape, add(t.src_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent}};
+          return std::vector<Piece>{
+              {st, shape, add(t.src_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent, false}};
         });
       }
       if (t.dst == rank_) {
-        const int st = dst_member(p).first;
+        const auto dm = dst_member(p);
+        const int st = dm.first;
+        const StorageMember& member = *dm.second;
         Op proto = base(OpKind::Recv, stream, param.group, t.src, param.pp_stage, p, es);
-        const Dims shape = s_.dst[st].shape;
         emit_split(proto, t.box.extent, [&](const Box& sub) {
-          return std::vector<Piece>{{st, shape, add(t.dst_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent}};
+          return std::vector<Piece>{
+              dst_piece(p, st, member, add(t.dst_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent)};
         });
       }
     }
     for (uint64_t i = param.fanout_begin; i < param.fanout_begin + param.fanout_count; ++i) {
       const FanoutOp& f = plan_.fanouts[i];
       if (f.group < 0 || f.group >= static_cast<int>(in_group_.size()) || !in_group_[f.group]) continue;
-      const int st = dst_member(p).first;
+      const auto dm = dst_member(p);
+      const int st = dm.first;
+      const StorageMember& member = *dm.second;
       Op proto = base(OpKind::Broadcast, stream, f.group, f.root, param.pp_stage, p, es);
       proto.root = f.root == rank_;
       proto.fanout = true;
-      const Dims shape = s_.dst[st].shape;
       emit_split(proto, f.box.extent, [&](const Box& sub) {
-        return std::vector<Piece>{{st, shape, add(f.dst_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent}};
+        return std::vector<Piece>{
+            dst_piece(p, st, member, add(f.dst_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent)};
       });
     }
   }
@@ -209,7 +224,7 @@ class OpBuilder {
         std::vector<Piece> pieces;
         if (proto.root) {
           const int st = s_.src_of_param[p];
-          pieces.push_back({st, s_.src[st].shape, sub.offset, Dims::zeros(sub.extent.n), sub.extent});
+          pieces.push_back({st, s_.src[st].shape, sub.offset, Dims::zeros(sub.extent.n), sub.extent, false});
           return pieces;
         }
         const Box global{add(shard.offset, sub.offset), sub.extent};
@@ -222,7 +237,7 @@ class OpBuilder {
             in_storage[d] += inter->offset[d] - m.box.offset[d];
             in_wire[d] -= global.offset[d];
           }
-          pieces.push_back({st, s_.dst[st].shape, in_storage, in_wire, inter->extent});
+          pieces.push_back(dst_piece(p, st, m, in_storage, in_wire, inter->extent));
         }
         return pieces;
       });
@@ -252,7 +267,7 @@ class OpBuilder {
         if (root) st = s_.src_of_param[p];
         else if (!s_.dst_of_param[p].empty()) st = s_.dst_of_param[p][0].first;
         if (st < 0) continue;
-        pieces.push_back({st, Dims{param.bytes()}, Dims{lo - param.bucket_offset}, Dims{lo - a}, Dims{hi - lo}});
+        pieces.push_back({st, Dims{param.bytes()}, Dims{lo - param.bucket_offset}, Dims{lo - a}, Dims{hi - lo}, false});
       }
       return pieces;
     });

@@ -50,6 +50,20 @@ std::vector<std::vector<int64_t>> phase_lower_bounds(const Plan& plan) {
   return lb;
 }
 
+std::vector<std::vector<int64_t>> phase_receive_lower_bounds(const Plan& plan) {
+  const int phases = phase_count(plan);
+  std::vector<std::vector<int64_t>> lb(phases, std::vector<int64_t>(plan.world(), 0));
+  for (const ParamPlan& p : plan.params) {
+    if (p.path != Path::Bulk) continue;
+    std::vector<int64_t>& row = lb[std::clamp(p.pp_stage, 0, phases - 2)];
+    const int64_t es = dtype_size(p.dtype);
+    for (int f = 0; f < p.dst.mesh.size(); ++f) row[p.dst.mesh.ranks[f]] += p.dst.local_box(p.shape, f).elements() * es;
+  }
+  for (const MiscBucket& b : plan.buckets)
+    for (int r = plan.train_world(); r < plan.world(); ++r) lb[phases - 1][r] += b.bytes;
+  return lb;
+}
+
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
                       const std::vector<std::vector<double>>& times, bool check) {
   RunReport rep;
@@ -140,17 +154,23 @@ std::string format_report(const RunReport& r, const RunArgs& a, const std::strin
        plan.transfers.size(), plan.fanouts.size(), plan.buckets.size());
   line("#  train: %s\n#  gen:   %s\n", par(plan.system.train).c_str(), par(plan.system.gen).c_str());
   line("#  world: %d  transport: %s\n", plan.world(), transport_line.c_str());
+  if (!r.device.empty()) line("#  device: %s (rank 0)\n", r.device.c_str());
   line("#  algo: %s  iters: %d  warmup: %d  streams: %d  batch: %lld ops / %s  staging: %s  check: %s\n",
        to_string(r.algo), a.iters, a.warmup, a.exec.streams, static_cast<long long>(a.exec.batch_ops),
        human_bytes(a.exec.batch_bytes).c_str(), human_bytes(a.exec.staging_bytes).c_str(), a.check ? "on" : "off");
-  line("#\n#%-11s %14s %8s %11s %11s %11s %11s %14s %9s %10s\n", " phase", "bytes", "ops", "time_ms", "min_ms",
-       "algbw_GB/s", "busbw_GB/s", "lb_bytes", "plan_eff", "#wrong");
+  const bool ceiling = r.rows.back().has_ceiling();
+  line("#\n#%-11s %14s %8s %11s %11s %11s %11s %14s %9s", " phase", "bytes", "ops", "time_ms", "min_ms",
+       "algbw_GB/s", "busbw_GB/s", "lb_bytes", "plan_eff");
+  if (ceiling) line(" %12s %7s", "ceiling_GB/s", "eff");
+  line(" %10s\n", "#wrong");
   for (const PhaseRow& row : r.rows) {
     const std::string wrong = row.wrong < 0 ? "N/A" : std::to_string(row.wrong);
-    line(" %-11s %14lld %8lld %11.3f %11.3f %11.2f %11.2f %14lld %9.3f %10s\n", row.name.c_str(),
+    line(" %-11s %14lld %8lld %11.3f %11.3f %11.2f %11.2f %14lld %9.3f", row.name.c_str(),
          static_cast<long long>(row.bytes), static_cast<long long>(row.ops), row.time_avg * 1e3, row.time_min * 1e3,
          gbps(row.bytes, row.time_avg), gbps(row.busiest_bytes, row.time_avg),
-         static_cast<long long>(row.lower_bound_bytes), row.plan_efficiency(), wrong.c_str());
+         static_cast<long long>(row.lower_bound_bytes), row.plan_efficiency());
+    if (ceiling) line(" %12.2f %7.3f", row.ceiling_gbps(), row.efficiency());
+    line(" %10s\n", wrong.c_str());
   }
   int64_t peak = 0;
   int peak_rank = 0;
@@ -163,6 +183,7 @@ std::string format_report(const RunReport& r, const RunArgs& a, const std::strin
   line("# total: %.3f ms avg (%.3f min) for %s, algbw %.2f GB/s; peak memory %s (rank %d, max over ranks)",
        total.time_avg * 1e3, total.time_min * 1e3, human_bytes(total.bytes).c_str(), gbps(total.bytes, total.time_avg),
        human_bytes(peak).c_str(), peak_rank);
+  if (total.has_ceiling()) line("; ceiling %.2f GB/s, efficiency %.3f", total.ceiling_gbps(), total.efficiency());
   if (total.wrong >= 0) line("; #wrong %lld%s", static_cast<long long>(total.wrong), total.wrong == 0 ? " (PASSED)" : " (FAILED)");
   out += "\n";
   return out;
@@ -176,7 +197,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
     return json{{"num_gpus", p.num_gpus}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep}, {"etp", p.etp}, {"dp", p.dp}};
   };
   json phases = json::array();
-  for (const PhaseRow& row : r.rows)
+  for (const PhaseRow& row : r.rows) {
     phases.push_back({{"phase", row.name},
                       {"bytes", row.bytes},
                       {"ops_max_per_rank", row.ops},
@@ -189,6 +210,13 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
                       {"lower_bound_bytes", row.lower_bound_bytes},
                       {"plan_efficiency", row.plan_efficiency()},
                       {"wrong", row.wrong < 0 ? json(nullptr) : json(row.wrong)}});
+    if (row.has_ceiling()) {  // absent, not null, without a ceiling: scripts test for the key
+      phases.back()["ceiling_gbps"] = row.ceiling_gbps();
+      phases.back()["ceiling_bytes"] = row.ceiling_bytes;
+      phases.back()["ceiling_ms"] = row.ceiling_time * 1e3;
+      phases.back()["efficiency"] = row.efficiency();
+    }
+  }
   int64_t peak = 0;
   for (int64_t p : r.peak_bytes) peak = std::max(peak, p);
   json j{{"format", "reshard-run"},
@@ -205,6 +233,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
            {"batch_ops", a.exec.batch_ops},
            {"batch_bytes", a.exec.batch_bytes},
            {"staging_bytes", a.exec.staging_bytes},
+           {"timeout_s", a.timeout_s},
            {"check", a.check}}},
          {"command_line", a.command_line},
          {"plan",
@@ -224,6 +253,11 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
          {"wrong", r.rows.back().wrong < 0 ? json(nullptr) : json(r.wrong_total)},
          {"first_bad_param", r.first_bad_param.empty() ? json(nullptr) : json(r.first_bad_param)},
          {"first_bad_rank", r.first_bad_rank}};
+  if (!r.device.empty()) j["versions"]["device"] = r.device;
+  if (r.rows.back().has_ceiling()) {
+    j["ceiling_gbps"] = r.rows.back().ceiling_gbps();
+    j["efficiency"] = r.rows.back().efficiency();
+  }
   return j;
 }
 

@@ -42,6 +42,7 @@ std::string validate(const RunArgs& a) {
   if (a.exec.batch_ops < 1) pr.add("--batch-ops must be at least 1 (got " + std::to_string(a.exec.batch_ops) + ")");
   if (a.exec.batch_bytes < 4096) pr.add("--batch-bytes must be at least 4K (got " + std::to_string(a.exec.batch_bytes) + ")");
   if (a.exec.staging_bytes < 4096) pr.add("--staging-bytes must be at least 4K (got " + std::to_string(a.exec.staging_bytes) + ")");
+  if (!(a.timeout_s > 0)) pr.add("--timeout must be positive seconds (got " + std::to_string(a.timeout_s) + ")");
   if (a.algo != "reshard" && a.algo != "golden") pr.add("--algo must be reshard or golden (got '" + a.algo + "')");
   try {
     pr.throw_if_any("invalid arguments:");
@@ -67,7 +68,7 @@ struct Session {
     });
     agreed(ctl, [&] { plan = load_plan(a.plan_path); });
     check_plan_agreement(ctl, plan, a.exec, a.plan_path);
-    agreed(ctl, [&] { transport = make_transport(a.transport, ctl); });
+    agreed(ctl, [&] { transport = make_transport(a.transport, ctl, TransportOptions{a.timeout_s}); });
     transport->setup(plan.groups, a.exec.streams);  // collective; MPI failures here abort
     agreed(ctl, [&] {
       memory = make_memory_for(*transport);
@@ -86,6 +87,53 @@ double timed(Control& ctl, F&& f) {
   return ctl.max(t);
 }
 
+// The copy ceiling of a GPU run: every rank copies `bytes` (what it must receive at least) within its
+// own device memory, all ranks at once, through two scratch blocks of at most 1 GiB (larger than any
+// L2, so the copy runs at device-memory speed). Timed like the phases: barrier, copy, sync, max
+// over ranks; warm-up dropped. Returns the avg time in seconds.
+double measure_ceiling(Control& ctl, Memory& mem, int64_t bytes, void* a, void* b, int64_t block, int warmup,
+                       int iters) {
+  double sum = 0;
+  for (int it = 0; it < warmup + iters; ++it) {
+    const double t = timed(ctl, [&] {
+      for (int64_t done = 0; done < bytes; done += block) mem.copy_bytes(b, a, std::min(block, bytes - done));
+      mem.sync(-1);
+    });
+    if (it >= warmup) sum += t;
+  }
+  return sum / iters;
+}
+
+// Fills rows[].ceiling_* (GPU transports only); collective.
+void add_ceiling(Control& ctl, const Plan& plan, Memory& mem, std::vector<PhaseRow>& rows, int warmup, int iters) {
+  const auto lb = phase_receive_lower_bounds(plan);
+  const int phases = static_cast<int>(lb.size());
+  std::vector<int64_t> mine(phases + 1, 0);  // per phase, then total
+  for (int ph = 0; ph < phases; ++ph) {
+    mine[ph] = lb[ph][ctl.rank()];
+    mine[phases] += mine[ph];
+  }
+  std::vector<int64_t> busiest = mine;
+  ctl.max(busiest);
+  const int64_t block = std::min<int64_t>(mine[phases], int64_t{1} << 30);
+  void* a = block > 0 ? mem.alloc(block) : nullptr;
+  void* b = block > 0 ? mem.alloc(block) : nullptr;
+  if (a != nullptr) {  // contents do not matter, but leave them defined
+    mem.memset(a, 0, block);
+    mem.memset(b, 0, block);
+    mem.sync(-1);
+  }
+  for (int ph = 0; ph <= phases && ph < static_cast<int>(rows.size()); ++ph) {
+    if (busiest[ph] == 0) continue;
+    rows[ph].ceiling_bytes = busiest[ph];
+    rows[ph].ceiling_time = measure_ceiling(ctl, mem, mine[ph], a, b, std::max<int64_t>(block, 1), warmup, iters);
+  }
+  if (a != nullptr) {
+    mem.free(a);
+    mem.free(b);
+  }
+}
+
 // Exit-code plumbing shared by both commands: agreed errors exit quietly off rank 0, local faults
 // abort the world after printing.
 template <class F>
@@ -95,8 +143,14 @@ int guarded(const RunArgs& a, F&& body) {
     Session s(ctl, a);
     return body(s);
   } catch (const AgreedError& e) {
-    if (ctl.rank() != 0) return e.exit_code();
-    throw Error(e.code(), e.what());
+    // Rank 0 prints before anyone exits: mpirun kills the stragglers as soon as one rank exits
+    // non-zero, which could otherwise swallow the message.
+    if (ctl.rank() == 0) {
+      std::fprintf(stderr, "reshard: %s\n", e.what());
+      std::fflush(stderr);
+    }
+    ctl.barrier();
+    return e.exit_code();
   } catch (const Error& e) {
     std::fprintf(stderr, "reshard: rank %d: %s\n", ctl.rank(), e.what());
     ctl.abort(e.exit_code());
@@ -167,7 +221,11 @@ int run_main(const RunArgs& a) {
       if (keep) times[phases].push_back(t);
     }
     RunReport rep = make_report(ctl, s.plan, ex, algo, times, a.check);
-    rep.peak_bytes = ctl.gather(s.memory->peak_bytes());
+    rep.peak_bytes = ctl.gather(s.memory->peak_bytes());  // before the ceiling's scratch blocks
+    if (s.memory->kind() == MemoryKind::Device) {
+      add_ceiling(ctl, s.plan, *s.memory, rep.rows, std::max(a.warmup, 1), a.iters);
+      rep.device = s.transport->device();
+    }
     if (ctl.rank() == 0) {
       std::fputs(format_report(rep, a, s.transport->name() + " (" + s.transport->version() + ", " +
                                          ctl.mpi_library_version() + ")").c_str(),
@@ -214,7 +272,9 @@ int verify_execute_main(const RunArgs& a) {
       }
     int64_t compared = 0;
     for (const LocalStorage& st : ex.storages().dst)
-      for (const StorageMember& m : st.members) compared += m.box.elements() * dtype_size(s.plan.params[m.param].dtype);
+      for (const StorageMember& m : st.members)  // MXFP8: e4m3 values plus one scale per 32
+        compared += st.mxfp8() ? m.box.elements() + m.box.elements() / 32
+                               : m.box.elements() * dtype_size(s.plan.params[m.param].dtype);
     const int64_t diff_local = [&] {
       int64_t n = 0;
       for (int64_t d : diff) n += d;

@@ -1,6 +1,8 @@
 // Expert grouping: per-expert HF tensors "(.+\.experts)\.(\d+)\.(gate|up|down)_proj\.weight" become
-// one logical tensor "{prefix}.{proj}.weight" of shape [E, ...]; a pre-fused "experts.gate_up_proj"
-// [E, 2I, H] splits into gate and up halves, "experts.down_proj" [E, H, I] is taken as is.
+// one logical tensor "{prefix}.{proj}.weight" of shape [E, ...], and their block-FP8 siblings
+// "...experts.N.{proj}.weight_scale_inv" likewise "{prefix}.{proj}.weight_scale_inv". A pre-fused
+// "experts.gate_up_proj" [E, 2I, H] splits into gate and up halves, "experts.down_proj" [E, H, I]
+// is taken as is.
 // Everything else passes through. Output keeps metadata order (a group sits at its first member).
 #pragma once
 #include <string>

@@ -29,6 +29,9 @@ struct ModelMeta {
 ModelMeta load_model(const std::string& path);
 ModelMeta parse_model_json(std::string_view text, const std::string& origin);
 ModelMeta read_safetensors(const std::string& path);
+// The same from memory: `bytes` is the start of a safetensors file of `file_size` bytes (at least the
+// 8-byte length and the header; tensor data is not needed).
+ModelMeta parse_safetensors_header(std::string_view bytes, uint64_t file_size, const std::string& origin);
 // Reads the index's weight_map and every shard file's header (shards beside the index).
 ModelMeta read_safetensors_index(const std::string& path);
 

@@ -21,6 +21,11 @@ enum class Fanout : uint8_t { Direct, TwoPhase };
 enum class BulkMode : uint8_t { Ffn, All };
 enum class GenLayout : uint8_t { Hf, Vllm };
 enum class FanoutMode : uint8_t { Auto, Direct, TwoPhase };
+// --gen-precision: what the generation side stores (docs/precision.md). Auto: what was trained
+// (bf16 for a BF16 model, fp8 for a block-FP8 model).
+enum class GenPrecision : uint8_t { Auto, Bf16, Fp8, Mxfp8 };
+// --scales: block-FP8 weight_scale_inv tensors go whole on the misc path, or resharded by block.
+enum class ScalesPath : uint8_t { Misc, Bulk };
 
 struct PlanOptions {
   BulkMode bulk = BulkMode::Ffn;
@@ -33,6 +38,8 @@ struct PlanOptions {
   int last_stage_layers = 0;
   std::vector<int> layer_to_stage;   // explicit map (index = decoder layer); empty: computed
   std::string rules_json;            // contents of --rules FILE, empty when none
+  GenPrecision gen_precision = GenPrecision::Auto;
+  ScalesPath scales = ScalesPath::Misc;
 };
 
 // One bulk point-to-point transfer of a box of one param. Offsets are element coordinates.
@@ -73,6 +80,10 @@ struct ParamPlan {
   Fanout fanout = Fanout::Direct;
   int group = -1;           // bulk communicator (CommGroup index)
   bool uneven = false;      // some shard is short or empty
+  // MXFP8 generation storage: BF16 on the wire into short-lived staging, quantized on receive into
+  // e4m3 values (dst_storage) + E8M0 scales (scale_storage, last dim / 32). False: lands as sent.
+  bool mxfp8 = false;
+  std::string scale_storage;
   uint64_t transfer_begin = 0, transfer_count = 0;  // range in Plan::transfers
   uint64_t fanout_begin = 0, fanout_count = 0;      // range in Plan::fanouts
 
@@ -124,5 +135,7 @@ const char* to_string(Fanout f);
 const char* to_string(BulkMode m);
 const char* to_string(GenLayout l);
 const char* to_string(FanoutMode m);
+const char* to_string(GenPrecision p);
+const char* to_string(ScalesPath s);
 
 }  // namespace reshard

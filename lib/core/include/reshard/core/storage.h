@@ -15,17 +15,23 @@ struct StorageMember {
 
 struct LocalStorage {
   std::string name;
-  DType dtype = DType::BF16;
+  DType dtype = DType::BF16;  // MXFP8 storages: float8_e4m3fn (their members are BF16 on the wire)
   Dims shape;
   std::vector<StorageMember> members;
+  // MXFP8 only: the E8M0 scale tensor (shape with the last dim / 32, one byte each); n == 0 otherwise.
+  std::string scale_name;
+  Dims scale_shape;
+  bool mxfp8() const { return scale_shape.n > 0; }
   int64_t bytes() const { return shape.product() * dtype_size(dtype); }
+  int64_t scale_bytes() const { return mxfp8() ? scale_shape.product() : 0; }
 };
 
 // Source side (train ranks): one storage per bulk param whose src mesh holds `rank` (its local
 // shard), plus each misc param whole on the root of its bucket.
 std::vector<LocalStorage> src_storages(const Plan& plan, int rank);
 // Destination side (gen ranks): bulk params grouped by dst_storage (fused members concatenated
-// along dst_fuse_dim), plus every misc param whole. Empty for train ranks.
+// along dst_fuse_dim), plus every misc param whole. Empty for train ranks. Storages of MXFP8 params
+// hold e4m3 values plus E8M0 scales (scale_shape).
 std::vector<LocalStorage> dst_storages(const Plan& plan, int rank);
 
 }  // namespace reshard

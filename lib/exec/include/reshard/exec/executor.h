@@ -6,6 +6,11 @@
 // batch already receives into that param (the broadcast reads what phase one wrote). Since every
 // rank posts its ops in the shared global order, any per-rank batch boundaries are deadlock-free:
 // the lowest unfinished op is posted by all its ranks.
+//
+// MXFP8 params (docs/precision.md) receive BF16 into a landing buffer of their dst member's extent,
+// carved from a pool of at most `staging_bytes` (a batch ends before a new landing that does not fit);
+// after the batch holding the param's last op on this rank, the landing is quantized into the e4m3
+// storage and its E8M0 scales and its space is reused.
 // Not collective by itself; run()/run_phase() are collective over the ranks the ops involve.
 #pragma once
 #include <cstdint>
@@ -56,12 +61,16 @@ class Executor {
   Traffic traffic(Algo algo, int phase) const;  // phase -1: all
   const RankStorages& storages() const { return storages_; }
   int64_t batches_posted() const { return batches_; }
+  int64_t landing_pool_bytes() const { return landing_size_; }  // MXFP8 BF16 landing pool (0: none)
 
  private:
   struct Batch;
   void run_ops(const std::vector<const Op*>& ops);
   void post_batch(Batch& batch);
-  void* storage_base(const Op& op, int storage) const;
+  void* storage_base(const Op& op, const Piece& p) const;
+  void open_landing(uint32_t param, Batch& batch);
+  void quantize_landing(uint32_t param, int stream);
+  int64_t count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong);
   void* storage_ptr(const Op& op, const Piece& p) const;
 
   const Plan& plan_;
@@ -71,6 +80,13 @@ class Executor {
   ExecOptions options_;
   RankStorages storages_;
   std::vector<void*> src_buf_, dst_buf_, snapshot_;
+  std::vector<void*> dst_scale_buf_, snapshot_scale_;  // MXFP8 storages' E8M0 scales (nullptr: none)
+  // MXFP8 landing: a pool bump-allocated per param; per param its offset (-1: closed), the ops of the
+  // running op list still to complete, and its BF16 bytes on this rank.
+  void* landing_ = nullptr;
+  int64_t landing_size_ = 0, landing_used_ = 0;
+  std::vector<uint32_t> mx_params_;
+  std::vector<int64_t> landing_at_, landing_pending_, landing_bytes_;
   std::vector<Op> ops_[2];  // by Algo
   void* staging_ = nullptr;
   int64_t staging_size_ = 0;

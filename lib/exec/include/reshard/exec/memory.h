@@ -35,6 +35,14 @@ class Memory {
                                   const Dims& extent, int elem_size) = 0;
   // Copies `bytes` between two buffers of this memory (snapshots for verify --execute).
   virtual void copy_bytes(void* dst, const void* src, int64_t bytes) = 0;
+  // MXFP8 (reshard/core/mxfp8.h): quantizes the dense BF16 buffer `bf16` of `extent` into the box at
+  // `offset` of the e4m3 tensor `values` of `shape` and of its E8M0 tensor `scales`
+  // (mxfp8_scale_shape(shape), last coordinate / 32). The box spans whole 32-element blocks of the
+  // last dim. Host: the CPU reference; CUDA: the kernel of cuda_quantize.h, ordered on `stream`.
+  virtual void quantize_mxfp8(const void* bf16, const Dims& extent, void* values, void* scales, const Dims& shape,
+                              const Dims& offset, int stream) = 0;
+  // Copies `bytes` of a buffer of this memory into host memory (synchronous; for CPU-side checks).
+  virtual void download(void* host, const void* src, int64_t bytes) = 0;
   // Waits until everything queued on `stream` (all streams when -1) has finished.
   virtual void sync(int stream) = 0;
 

@@ -28,6 +28,10 @@ struct Piece {
   Dims storage_offset;
   Dims wire_offset;    // origin inside the wire box
   Dims extent;
+  // MXFP8 params: the piece goes into (or, for a fan-out root, comes from) the param's BF16 landing
+  // buffer, whose shape is its dst member's extent (storage_shape/offset are relative to it); the
+  // executor quantizes the landing into the storage once the param's last op on this rank is done.
+  bool landing = false;
 };
 
 struct Op {

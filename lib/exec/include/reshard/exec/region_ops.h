@@ -18,9 +18,11 @@ struct RegionSpec {
   Dims global_offset;   // the region's origin in the param's global coordinates
   int elem_size = 2;    // bytes per element
   uint64_t seed = 0;    // param_seed(param name) (pattern.h)
+  bool fp8_valid = false;  // float8_e4m3fn param: pattern words pass through fp8_valid_word (no NaN bytes)
 };
 
-// Writes pattern_byte(seed, global_linear_index * elem_size + b) into every byte of the region.
+// Writes pattern_byte(seed, global_linear_index * elem_size + b) into every byte of the region
+// (through fp8_valid_byte when r.fp8_valid).
 void host_fill_pattern(void* storage, const RegionSpec& r);
 // Number of bytes in the region that differ from the pattern.
 int64_t host_count_wrong(const void* storage, const RegionSpec& r);

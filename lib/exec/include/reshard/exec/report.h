@@ -8,6 +8,11 @@
 //   busbw      busiest rank's bytes (max over ranks of max(sent, received)) / time
 //   lb_bytes   the plan's lower bound: max over ranks of the bytes a rank must move at least
 //   plan_eff   lb_bytes / busiest bytes (1.0: no rank moves more than it must)
+// GPU transports add the copy ceiling measured in the same run (docs/gpu.md):
+//   ceiling    every rank copies, concurrently, the bytes it must receive at least in the phase
+//              (phase_receive_lower_bounds) within its own device memory; ceiling time = max over
+//              ranks; ceiling_GB/s = the busiest rank's copy bytes / ceiling time
+//   eff        ceiling time / measured time: the lower bound's time at the ceiling over the real time
 #pragma once
 #include <cstdint>
 #include <string>
@@ -26,9 +31,14 @@ struct PhaseRow {
   int64_t bytes = 0, ops = 0, busiest_bytes = 0, lower_bound_bytes = 0;
   double time_avg = 0, time_min = 0, time_max = 0;  // seconds
   int64_t wrong = -1;  // -1: not checked
+  double ceiling_time = 0;     // seconds, avg over timed iterations; 0: not measured
+  int64_t ceiling_bytes = 0;   // max over ranks of the bytes a rank copied for the ceiling
   double plan_efficiency() const {
     return busiest_bytes > 0 ? static_cast<double>(lower_bound_bytes) / static_cast<double>(busiest_bytes) : 1.0;
   }
+  bool has_ceiling() const { return ceiling_time > 0; }
+  double ceiling_gbps() const { return has_ceiling() ? static_cast<double>(ceiling_bytes) / ceiling_time / 1e9 : 0; }
+  double efficiency() const { return has_ceiling() && time_avg > 0 ? ceiling_time / time_avg : 0; }
 };
 
 struct RunReport {
@@ -39,11 +49,16 @@ struct RunReport {
   std::string first_bad_param;
   int first_bad_rank = -1;
   std::vector<int64_t> peak_bytes;  // per rank (rank 0 only)
+  std::string device;               // GPU transports: rank 0's device, in words
 };
 
 // Per rank and phase (last: misc) lower bound bytes: gen ranks must receive their regions, each
 // distinct src box must leave its holders once (shared evenly), misc bytes reach every gen rank.
 std::vector<std::vector<int64_t>> phase_lower_bounds(const Plan& plan);
+// Per phase (last: misc) and rank, the bytes the rank must receive at least: a gen rank's dst
+// regions, and every misc bucket for gen ranks; train ranks receive nothing. On GPUs shared by
+// ranks this is what must cross device memory, so the copy ceiling copies exactly these bytes.
+std::vector<std::vector<int64_t>> phase_receive_lower_bounds(const Plan& plan);
 
 // Collective: reduces traffic, wrong counts and times; `times[phase][iter]` already max over ranks.
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,

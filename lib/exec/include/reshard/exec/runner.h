@@ -21,6 +21,7 @@ struct RunArgs {
   bool check = false;
   std::string json_path;
   bool force = false;
+  double timeout_s = 300;  // GPU transports: no progress for this long ends the run (all ranks, non-zero)
   ExecOptions exec;
   std::string command_line;  // echoed into the JSON
 };

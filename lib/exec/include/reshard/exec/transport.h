@@ -22,6 +22,13 @@
 namespace reshard {
 
 class Control;
+struct CudaContext;  // device, streams and allocation registry of the GPU transports (cuda_context.h)
+
+struct TransportOptions {
+  // GPU transports: a wait that makes no progress for this long is a runtime error (NCCL aborts its
+  // communicators), so a dead or stuck peer ends the run instead of hanging it.
+  double timeout_s = 300;
+};
 
 class Transport {
  public:
@@ -43,12 +50,18 @@ class Transport {
   virtual void wait(int stream) = 0;
   // Largest single message the transport accepts (MPI: INT_MAX bytes).
   virtual int64_t max_message_bytes() const = 0;
+  // GPU transports: the context their Memory must share (same device, same streams); null otherwise.
+  virtual std::shared_ptr<CudaContext> cuda_context() const { return nullptr; }
+  // The device this rank runs on, in words ("" for host transports).
+  virtual std::string device() const { return ""; }
 };
 
-// Transports compiled into this build, by name ("mpi", ...).
+// Transports compiled into this build, by name ("mpi", "cuda-ipc", "nccl").
 std::vector<std::string> available_transports();
-// Throws Error(Config) for an unknown or unbuilt transport, listing the available ones.
-std::unique_ptr<Transport> make_transport(const std::string& name, Control& control);
+// Throws Error(Config) for an unknown or unbuilt transport, listing the available ones. Collective
+// over the world (GPU transports split it by node and compare devices).
+std::unique_ptr<Transport> make_transport(const std::string& name, Control& control,
+                                          const TransportOptions& options = {});
 // The memory a transport works on.
 std::unique_ptr<Memory> make_memory_for(const Transport& transport);
 

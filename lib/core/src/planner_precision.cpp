@@ -1,0 +1,181 @@
+#include "planner_precision.h"
+
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "reshard/core/mxfp8.h"
+
+namespace reshard {
+namespace {
+
+constexpr std::string_view kScaleSuffix = "_scale_inv";
+
+bool is_scale_name(const std::string &n) {
+  return n.size() > kScaleSuffix.size() &&
+         n.compare(n.size() - kScaleSuffix.size(), kScaleSuffix.size(),
+                   kScaleSuffix) == 0;
+}
+
+const char *train_name(bool fp8) { return fp8 ? "block-fp8" : "bf16"; }
+
+// Rules whose params stay BF16 under MXFP8: vLLM keeps embeddings, norms and
+// routers unquantized.
+bool quantizable(const ParamPlan &p) {
+  return p.path == Path::Bulk && p.dtype == DType::BF16 && p.shape.n >= 2 &&
+         p.rule != "vocab" && p.rule != "norm" && p.rule != "router";
+}
+
+// Shard boundaries of `layout` along `dim` strictly inside the tensor, sorted.
+std::set<int64_t> inner_boundaries(const Layout &layout, const Dims &shape,
+                                   int dim) {
+  std::set<int64_t> out;
+  for (int f = 0; f < layout.mesh.size(); ++f) {
+    const Box b = layout.local_box(shape, f);
+    for (int64_t x : {b.offset[dim], b.offset[dim] + b.extent[dim]})
+      if (x > 0 && x < shape[dim])
+        out.insert(x);
+  }
+  return out;
+}
+
+std::string list(const std::vector<int64_t> &xs) {
+  std::string s;
+  for (size_t i = 0; i < xs.size() && i < 8; ++i)
+    s += (i ? ", " : "") + std::to_string(xs[i]);
+  if (xs.size() > 8)
+    s += ", ... (" + std::to_string(xs.size()) + " in all)";
+  return s;
+}
+
+} // namespace
+
+std::vector<int> scale_owners(const std::vector<LogicalParam> &params) {
+  std::unordered_map<std::string, int> index;
+  for (size_t i = 0; i < params.size(); ++i)
+    index.emplace(params[i].name, static_cast<int>(i));
+  std::vector<int> owner(params.size(), -1);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string &n = params[i].name;
+    if (!is_scale_name(n))
+      continue;
+    auto it = index.find(n.substr(0, n.size() - kScaleSuffix.size()));
+    if (it != index.end() && params[it->second].dtype == DType::F8_E4M3)
+      owner[i] = it->second;
+  }
+  return owner;
+}
+
+GenPrecision check_precision_pair(const std::vector<LogicalParam> &params,
+                                  const PlanOptions &options,
+                                  Problems &problems) {
+  std::unordered_map<std::string, const LogicalParam *> by_name;
+  for (const LogicalParam &p : params)
+    by_name.emplace(p.name, &p);
+  bool train_fp8 = false;
+  for (const LogicalParam &p : params) {
+    if (p.dtype == DType::F8_E5M2)
+      problems.add(p.name + ": float8_e5m2 weights are not a supported "
+                            "training precision (bf16 or block-fp8 e4m3)");
+    if (p.dtype != DType::F8_E4M3)
+      continue;
+    train_fp8 = true;
+    const std::string sname = p.name + std::string(kScaleSuffix);
+    auto it = by_name.find(sname);
+    if (p.shape.n < 2) {
+      problems.add(p.name + ": float8_e4m3fn tensor of shape " + p.shape.str() +
+                   " is not a block-FP8 weight (needs >= 2 dims)");
+      continue;
+    }
+    Dims want = p.shape;
+    for (int d = p.shape.n - 2; d < p.shape.n; ++d)
+      want[d] = (p.shape[d] + kFp8Block - 1) / kFp8Block;
+    if (it == by_name.end()) {
+      problems.add(p.name + ": float8_e4m3fn weight has no float32 " + sname +
+                   " sibling of shape " + want.str() +
+                   " (block-FP8: one scale per 128x128 block)");
+      continue;
+    }
+    const LogicalParam &s = *it->second;
+    if (s.dtype != DType::F32 || s.shape != want)
+      problems.add(sname + ": block-FP8 scale is " +
+                   std::string(dtype_name(s.dtype)) + " " + s.shape.str() +
+                   ", expected float32 " + want.str() + " for weight " +
+                   p.shape.str());
+  }
+  GenPrecision gen = options.gen_precision;
+  if (gen == GenPrecision::Auto)
+    gen = train_fp8 ? GenPrecision::Fp8 : GenPrecision::Bf16;
+  const bool ok = (!train_fp8 &&
+                   (gen == GenPrecision::Bf16 || gen == GenPrecision::Mxfp8)) ||
+                  (train_fp8 && gen == GenPrecision::Fp8);
+  if (!ok)
+    problems.add(std::string("precision pair ") + train_name(train_fp8) +
+                 " train -> " + to_string(gen) +
+                 " gen is not supported (supported: bf16 -> bf16, block-fp8 -> "
+                 "fp8, bf16 -> mxfp8)");
+  if (options.scales == ScalesPath::Bulk && !train_fp8)
+    problems.add("--scales bulk: the model has no block-FP8 weights (no "
+                 "float8_e4m3fn tensors), so no scales to reshard");
+  return gen;
+}
+
+void apply_precision(Plan &plan, GenPrecision gen,
+                     const std::vector<int> &owners, Problems &problems) {
+  for (size_t i = 0; i < plan.params.size(); ++i) {
+    ParamPlan &p = plan.params[i];
+    if (p.path != Path::Bulk)
+      continue;
+    const int w = i < owners.size() ? owners[i] : -1;
+    if (w >= 0) {
+      // A scale tensor's layout is its weight's in block units: every weight
+      // shard boundary on the two blocked (last) dims must be a multiple of
+      // 128.
+      const ParamPlan &weight = plan.params[w];
+      for (const auto &[side, layout] :
+           {std::pair<const char *, const Layout *>{"train (src)", &weight.src},
+            std::pair<const char *, const Layout *>{"gen (dst)",
+                                                    &weight.dst}}) {
+        for (int d = weight.shape.n - 2; d < weight.shape.n; ++d) {
+          std::vector<int64_t> bad;
+          for (int64_t b : inner_boundaries(*layout, weight.shape, d))
+            if (b % kFp8Block != 0)
+              bad.push_back(b);
+          if (!bad.empty())
+            problems.add("--scales bulk: " + weight.name + ": " + side +
+                         " shard boundaries along dim " + std::to_string(d) +
+                         " (size " + std::to_string(weight.shape[d]) +
+                         ") not on a 128-block boundary: " + list(bad));
+        }
+      }
+    }
+    if (gen != GenPrecision::Mxfp8 || !quantizable(p))
+      continue;
+    p.mxfp8 = true;
+    const int k = p.shape.n - 1;
+    if (p.shape[k] % kMxBlock != 0) {
+      problems.add("--gen-precision mxfp8: " + p.name + ": K (last dim) " +
+                   std::to_string(p.shape[k]) + " is not divisible by 32");
+      continue;
+    }
+    std::set<int64_t> bad;
+    for (int f = 0; f < p.dst.mesh.size(); ++f) {
+      const Box b = p.dst.local_box(p.shape, f);
+      if (b.extent[k] % kMxBlock != 0)
+        bad.insert(b.extent[k]);
+    }
+    if (!bad.empty())
+      problems.add("--gen-precision mxfp8: " + p.name +
+                   ": gen shards have K (last dim) extents " +
+                   list({bad.begin(), bad.end()}) + " of " +
+                   std::to_string(p.shape[k]) + ", not divisible by 32");
+  }
+}
+
+void name_scale_storages(Plan &plan) {
+  for (ParamPlan &p : plan.params)
+    if (p.mxfp8)
+      p.scale_storage = p.dst_storage + "_scale";
+}
+
+} // namespace reshard
