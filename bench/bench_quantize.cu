@@ -4,7 +4,8 @@
 // Reports GB/s of BF16 read (1 GB/s = 1e9 B/s) for cuda_quantize_mxfp8 on a
 // dense [rows, 7168] tensor and for cudaMemcpyAsync device-to-device of the
 // same BF16 bytes, best and median of the timed iterations (CUDA events), and
-// the ratio quantize / copy (issue 6 goal: >= 0.7). Also a fused-box case (a
+// the ratio quantize / copy (issue 6 goal: >= 0.7), for each element
+// conversion (Mxfp8Convert; hardware is the default). Also a fused-box case (a
 // gate half of a w13 [E, 2I, K] storage) and a check that the device bytes
 // match the CPU reference on the first 4 MiB. Writes the same numbers as JSON
 // to OUT.json (replaced).
@@ -123,56 +124,79 @@ int main(int argc, char **argv) {
     CHECK(cudaMemcpyAsync(copy, in, static_cast<size_t>(bf16_bytes),
                           cudaMemcpyDeviceToDevice));
   });
-  const Timing q = time_it(iters, [&] {
-    reshard::cuda_quantize_mxfp8(in, extent, values, scales, extent,
-                                 reshard::Dims{0, 0}, nullptr);
-  });
   // Fused box: the gate half [E, I, K] of a w13 [E, 2I, K] storage (strided
   // rows).
   const int64_t e = 8, inter = rows / (2 * e) > 0 ? rows / (2 * e) : 1;
   const reshard::Dims half{e, inter, k}, fused{e, 2 * inter, k};
-  const Timing qf = time_it(iters, [&] {
-    reshard::cuda_quantize_mxfp8(in, half, values, scales, fused,
-                                 reshard::Dims{0, inter, 0}, nullptr);
-  });
   const int64_t half_bytes = half.product() * 2;
-
-  // Device bytes against the CPU reference on the first rows.
-  CHECK(cudaMemcpy(copy, in, static_cast<size_t>(bf16_bytes),
-                   cudaMemcpyDeviceToDevice));
-  reshard::cuda_quantize_mxfp8(in, extent, values, scales, extent,
-                               reshard::Dims{0, 0}, nullptr);
-  CHECK(cudaDeviceSynchronize());
   const int64_t check_rows =
       std::min<int64_t>(rows, (int64_t{4} << 20) / (2 * k));
   std::vector<uint16_t> src(static_cast<size_t>(check_rows * k));
-  std::vector<uint8_t> got_v(src.size()), got_s(src.size() / 32),
-      want_v(src.size()), want_s(src.size() / 32);
+  std::vector<uint8_t> want_v(src.size()), want_s(src.size() / 32);
   CHECK(cudaMemcpy(src.data(), in, src.size() * 2, cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(got_v.data(), values, got_v.size(), cudaMemcpyDeviceToHost));
-  CHECK(cudaMemcpy(got_s.data(), scales, got_s.size(), cudaMemcpyDeviceToHost));
   reshard::mxfp8_quantize(src.data(), reshard::Dims{check_rows, k},
                           want_v.data(), want_s.data());
-  const bool match = got_v == want_v && got_s == want_s;
 
-  const double copy_gbps = gbps(bf16_bytes, cp.best_ms),
-               quant_gbps = gbps(bf16_bytes, q.best_ms);
-  const double fused_gbps = gbps(half_bytes, qf.best_ms);
+  // Both element conversions (the default, hardware, first).
+  struct Result {
+    const char *name;
+    Timing dense, fused;
+    bool match = false;
+  };
+  std::vector<Result> results;
+  for (const auto convert : {reshard::Mxfp8Convert::kHardware,
+                             reshard::Mxfp8Convert::kInteger}) {
+    Result r;
+    r.name = convert == reshard::Mxfp8Convert::kHardware ? "hardware"
+                                                          : "integer";
+    r.dense = time_it(iters, [&] {
+      reshard::cuda_quantize_mxfp8(in, extent, values, scales, extent,
+                                   reshard::Dims{0, 0}, nullptr, convert);
+    });
+    r.fused = time_it(iters, [&] {
+      reshard::cuda_quantize_mxfp8(in, half, values, scales, fused,
+                                   reshard::Dims{0, inter, 0}, nullptr,
+                                   convert);
+    });
+    // Device bytes against the CPU reference on the first rows.
+    CHECK(cudaMemset(values, 0xA5, static_cast<size_t>(n)));
+    CHECK(cudaMemset(scales, 0xA5, static_cast<size_t>(n / 32)));
+    reshard::cuda_quantize_mxfp8(in, extent, values, scales, extent,
+                                 reshard::Dims{0, 0}, nullptr, convert);
+    CHECK(cudaDeviceSynchronize());
+    std::vector<uint8_t> got_v(src.size()), got_s(src.size() / 32);
+    CHECK(cudaMemcpy(got_v.data(), values, got_v.size(),
+                     cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(got_s.data(), scales, got_s.size(),
+                     cudaMemcpyDeviceToHost));
+    r.match = got_v == want_v && got_s == want_s;
+    results.push_back(r);
+  }
+  bool match = true;
+  for (const Result &r : results)
+    match = match && r.match;
+
+  const double copy_gbps = gbps(bf16_bytes, cp.best_ms);
   std::printf("# bench_quantize: %s, BF16 [%lld, %lld] = %.1f MiB, %d iters "
               "(best / median)\n",
               prop.name, static_cast<long long>(rows),
               static_cast<long long>(k), bf16_bytes / 1048576.0, iters);
-  std::printf("  copy D2D        %8.3f / %8.3f ms  %8.1f GB/s of BF16\n",
+  std::printf("  copy D2D                 %8.3f / %8.3f ms  %8.1f GB/s of "
+              "BF16\n",
               cp.best_ms, cp.median_ms, copy_gbps);
-  std::printf("  quantize dense  %8.3f / %8.3f ms  %8.1f GB/s of BF16  (%.2f "
-              "of copy)\n",
-              q.best_ms, q.median_ms, quant_gbps, quant_gbps / copy_gbps);
-  std::printf("  quantize fused  %8.3f / %8.3f ms  %8.1f GB/s of BF16  (%.2f "
-              "of copy)\n",
-              qf.best_ms, qf.median_ms, fused_gbps, fused_gbps / copy_gbps);
-  std::printf("  device vs CPU reference on %lld rows: %s\n",
-              static_cast<long long>(check_rows),
-              match ? "identical" : "DIFFERENT");
+  for (const Result &r : results) {
+    const double dg = gbps(bf16_bytes, r.dense.best_ms),
+                 fg = gbps(half_bytes, r.fused.best_ms);
+    std::printf("  quantize dense %-9s %8.3f / %8.3f ms  %8.1f GB/s of BF16  "
+                "(%.2f of copy)\n",
+                r.name, r.dense.best_ms, r.dense.median_ms, dg, dg / copy_gbps);
+    std::printf("  quantize fused %-9s %8.3f / %8.3f ms  %8.1f GB/s of BF16  "
+                "(%.2f of copy)\n",
+                r.name, r.fused.best_ms, r.fused.median_ms, fg, fg / copy_gbps);
+    std::printf("  %s: device vs CPU reference on %lld rows: %s\n", r.name,
+                static_cast<long long>(check_rows),
+                r.match ? "identical" : "DIFFERENT");
+  }
 
   const std::string tmp = out_path + ".tmp";
   {
@@ -184,15 +208,27 @@ int main(int argc, char **argv) {
       << "  \"iters\": " << iters << ",\n"
       << "  \"copy_d2d\": {\"best_ms\": " << cp.best_ms
       << ", \"median_ms\": " << cp.median_ms << ", \"gbps\": " << copy_gbps
-      << "},\n"
-      << "  \"quantize_dense\": {\"best_ms\": " << q.best_ms
-      << ", \"median_ms\": " << q.median_ms << ", \"gbps\": " << quant_gbps
-      << ", \"fraction_of_copy\": " << quant_gbps / copy_gbps << "},\n"
-      << "  \"quantize_fused_box\": {\"bf16_bytes\": " << half_bytes
-      << ", \"best_ms\": " << qf.best_ms << ", \"median_ms\": " << qf.median_ms
-      << ", \"gbps\": " << fused_gbps
-      << ", \"fraction_of_copy\": " << fused_gbps / copy_gbps << "},\n"
-      << "  \"matches_cpu_reference\": " << (match ? "true" : "false")
+      << "},\n";
+    // quantize_dense / quantize_fused_box: the default (hardware) conversion;
+    // the *_integer records: the integer one.
+    for (const Result &r : results) {
+      const std::string suffix =
+          std::string(r.name) == "hardware" ? "" : "_" + std::string(r.name);
+      const double dg = gbps(bf16_bytes, r.dense.best_ms),
+                   fg = gbps(half_bytes, r.fused.best_ms);
+      j << "  \"quantize_dense" << suffix
+        << "\": {\"best_ms\": " << r.dense.best_ms
+        << ", \"median_ms\": " << r.dense.median_ms << ", \"gbps\": " << dg
+        << ", \"fraction_of_copy\": " << dg / copy_gbps
+        << ", \"matches_cpu_reference\": " << (r.match ? "true" : "false")
+        << "},\n"
+        << "  \"quantize_fused_box" << suffix
+        << "\": {\"bf16_bytes\": " << half_bytes
+        << ", \"best_ms\": " << r.fused.best_ms
+        << ", \"median_ms\": " << r.fused.median_ms << ", \"gbps\": " << fg
+        << ", \"fraction_of_copy\": " << fg / copy_gbps << "},\n";
+    }
+    j << "  \"matches_cpu_reference\": " << (match ? "true" : "false")
       << "\n}\n";
     if (!j) {
       std::fprintf(stderr, "bench_quantize: cannot write %s\n", tmp.c_str());
