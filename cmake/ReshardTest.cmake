@@ -2,26 +2,46 @@ include(GoogleTest)
 
 # reshard_add_mpi_test(NAME name RANKS n COMMAND exe [args...] [TIMEOUT s] [LABELS l...]
 #                      [FIXTURES_REQUIRED f...] [PASS_REGULAR_EXPRESSION re]
-#                      [EXPECT_EXIT code [EXPECT_REGEX re]])
+#                      [EXPECT_EXIT code|NONZERO [EXPECT_REGEX re] [MAX_SECONDS s]]
+#                      [MPMD_RANKS m MPMD_COMMAND exe2 [args...]])
 # The one way MPI tests are registered: builds `mpiexec -n N [--oversubscribe] <preflags> exe
 # <postflags> args`, labels the test `mpi;ranks_N`, allows Open MPI to run as root when configured
 # as root (containers, CI), and sets a TIMEOUT (default 300 s) so a hung rank fails the test.
 # EXPECT_EXIT: the test passes only when mpiexec exits with that code (and the output matches
-# EXPECT_REGEX): for failure paths that must end every rank, not hang.
+# EXPECT_REGEX): for failure paths that must end every rank, not hang. NONZERO accepts any failure
+# (an exit code or a signal); MAX_SECONDS also fails a run that took longer (the elapsed time is
+# printed either way). MPMD adds a second app context (`: -n m exe2 args`) to the line, e.g. to give
+# one rank a different environment; labels and PROCESSORS count both.
 set(RESHARD_EXPECT_EXIT_SCRIPT ${CMAKE_BINARY_DIR}/reshard_expect_exit.cmake)
 file(WRITE ${RESHARD_EXPECT_EXIT_SCRIPT} [=[
+string(TIMESTAMP t0 "%s.%f")
 execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(TIMESTAMP t1 "%s.%f")
+string(REGEX REPLACE "^([0-9]+)\\.([0-9][0-9][0-9]).*" "\\1\\2" ms0 "${t0}")
+string(REGEX REPLACE "^([0-9]+)\\.([0-9][0-9][0-9]).*" "\\1\\2" ms1 "${t1}")
+math(EXPR elapsed_ms "${ms1} - ${ms0}")
 message("${out}${err}")
-if(NOT rc EQUAL EXPECT_RC)
+message("exit: ${rc}, elapsed: ${elapsed_ms} ms")
+if(EXPECT_RC STREQUAL "NONZERO")
+  if("${rc}" STREQUAL "0")
+    message(FATAL_ERROR "exit code 0, expected a failure")
+  endif()
+elseif(NOT rc EQUAL EXPECT_RC)
   message(FATAL_ERROR "exit code ${rc}, expected ${EXPECT_RC}")
+endif()
+if(DEFINED MAX_SECONDS)
+  math(EXPR max_ms "${MAX_SECONDS} * 1000")
+  if(elapsed_ms GREATER max_ms)
+    message(FATAL_ERROR "took ${elapsed_ms} ms, more than ${MAX_SECONDS} s")
+  endif()
 endif()
 if(DEFINED REGEX AND NOT "${out}${err}" MATCHES "${REGEX}")
   message(FATAL_ERROR "output does not match: ${REGEX}")
 endif()
 ]=])
 function(reshard_add_mpi_test)
-  cmake_parse_arguments(A "" "NAME;RANKS;TIMEOUT;PASS_REGULAR_EXPRESSION;EXPECT_EXIT;EXPECT_REGEX"
-                        "COMMAND;LABELS;FIXTURES_REQUIRED" ${ARGN})
+  cmake_parse_arguments(A "" "NAME;RANKS;TIMEOUT;PASS_REGULAR_EXPRESSION;EXPECT_EXIT;EXPECT_REGEX;MAX_SECONDS;MPMD_RANKS"
+                        "COMMAND;LABELS;FIXTURES_REQUIRED;MPMD_COMMAND" ${ARGN})
   if(NOT A_NAME OR NOT A_RANKS OR NOT A_COMMAND)
     message(FATAL_ERROR "reshard_add_mpi_test needs NAME, RANKS and COMMAND")
   endif()
@@ -45,10 +65,18 @@ function(reshard_add_mpi_test)
   endif()
   list(POP_FRONT A_COMMAND exe)
   set(line ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${A_RANKS} ${pre} ${exe} ${MPIEXEC_POSTFLAGS} ${A_COMMAND})
+  set(ranks ${A_RANKS})
+  if(A_MPMD_RANKS)
+    list(APPEND line : ${MPIEXEC_NUMPROC_FLAG} ${A_MPMD_RANKS} ${A_MPMD_COMMAND})
+    math(EXPR ranks "${A_RANKS} + ${A_MPMD_RANKS}")
+  endif()
   if(DEFINED A_EXPECT_EXIT)
     set(regex)
     if(A_EXPECT_REGEX)
       set(regex "-DREGEX=${A_EXPECT_REGEX}")
+    endif()
+    if(A_MAX_SECONDS)
+      list(APPEND regex "-DMAX_SECONDS=${A_MAX_SECONDS}")
     endif()
     add_test(NAME ${A_NAME} COMMAND ${CMAKE_COMMAND} "-DCMD=${line}" -DEXPECT_RC=${A_EXPECT_EXIT} ${regex}
                                     -P ${RESHARD_EXPECT_EXIT_SCRIPT})
@@ -58,8 +86,8 @@ function(reshard_add_mpi_test)
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 300)
   endif()
-  set_tests_properties(${A_NAME} PROPERTIES LABELS "mpi;ranks_${A_RANKS};${A_LABELS}" TIMEOUT ${A_TIMEOUT}
-                       PROCESSORS ${A_RANKS})
+  set_tests_properties(${A_NAME} PROPERTIES LABELS "mpi;ranks_${ranks};${A_LABELS}" TIMEOUT ${A_TIMEOUT}
+                       PROCESSORS ${ranks})
   if(RESHARD_MPIEXEC_IS_OPENMPI AND RESHARD_CONFIGURED_AS_ROOT)
     set_tests_properties(${A_NAME} PROPERTIES ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
   endif()

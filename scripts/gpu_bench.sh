@@ -14,16 +14,17 @@
 #   plus NCCL's refusal of two ranks on one GPU (exit 2 with the message).
 # Env: BUILD (default build-gpu), JOBS (default nproc), ITERS (default 5), SKIP_BUILD=1, SKIP_CTEST=1,
 #      CONFIGS (config ids to run, default "1a 1b 2 3"), RUN_FLAGS (`reshard run` flags for every run;
-#      default: 1 GiB batches and staging, 512 ops: on a GPU shared by all ranks each batch costs ~0.5 ms
-#      of handshakes and context switches, and 4x larger batches measured 0.46 vs 0.27 bulk efficiency
-#      on config 1a; 8 x 1 GiB staging fits beside config 2).
+#      default: 4 GiB / 4096-op batches, 1 GiB staging: on a GPU shared by all ranks each batch costs
+#      ~0.5 ms of handshakes and context switches; config 1a with box ops measured efficiency 0.40 at
+#      the 256 MiB / 64-op defaults, 0.60 at 1 GiB / 512 ops, 0.65 at 4 GiB / 4096 ops (docs/gpu.md).
+#      Box ops stage nothing; golden's bulk broadcasts stage, and 8 x 1 GiB fits beside config 2).
 set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:?set OUT to the results folder}
 BUILD=${BUILD:-build-gpu}
 JOBS=${JOBS:-$(nproc)}
 ITERS=${ITERS:-5}
-RUN_FLAGS=${RUN_FLAGS-"--batch-bytes 1Gi --staging-bytes 1Gi --batch-ops 512"}
+RUN_FLAGS=${RUN_FLAGS-"--batch-bytes 4Gi --staging-bytes 1Gi --batch-ops 4096"}
 WORK=$(mktemp -d)
 LOG=$OUT/gpu_bench.log
 mkdir -p "$OUT" "$WORK/runs" "$WORK/plans"

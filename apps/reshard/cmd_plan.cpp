@@ -29,7 +29,7 @@ namespace {
 struct PlanArgs {
   std::string model, system, output, format, layer_map, rules, mtp_layers;
   std::string train_gpus, gen_gpus, train, gen;
-  std::string first_stage_layers, last_stage_layers;
+  std::string first_stage_layers, last_stage_layers, head_dim;
   std::string bulk = "ffn", gen_layout = "hf", fanout = "auto", bucket_bytes = "1Gi";
   std::string gen_precision = "auto", scales = "misc";
   std::vector<std::string> exclude;
@@ -209,6 +209,9 @@ int run_plan(const PlanArgs& a) {
       problems, [&] { options.scales = parse_scales_path(a.scales); }, "--scales");
   if (options.bucket_bytes <= 0)
     problems.add("--bucket-bytes must be positive, got '" + a.bucket_bytes + "'");
+  if (!a.head_dim.empty())
+    check(problems,
+          [&] { options.head_dim = static_cast<int>(parse_integer(a.head_dim, "--head-dim", 1, INT32_MAX)); });
   if (!a.rules.empty()) {
     if (auto text = read_text(a.rules, "--rules", problems)) {
       options.rules_json = *text;
@@ -256,7 +259,7 @@ int run_plan(const PlanArgs& a) {
     // No model to plan: check what the planner would have checked without one.
     if (sys) {
       SystemConfig copy = *sys;
-      validate_system(copy, problems);
+      validate_system(copy, problems, options.gen_layout == GenLayout::Megatron);
     }
     for (const std::string& e : options.exclude) {
       try {
@@ -297,7 +300,9 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--train-gpus", args->train_gpus, "Number of training GPUs");
   cmd->add_option("--train", args->train, "Train parallelism, e.g. tp=1,pp=2,ep=8,etp=1,cp=1 (dp derived)");
   cmd->add_option("--gen-gpus", args->gen_gpus, "Number of generation GPUs");
-  cmd->add_option("--gen", args->gen, "Generation parallelism, e.g. tp=8,ep=1 (dp derived)");
+  cmd->add_option("--gen", args->gen,
+                  "Generation parallelism, e.g. tp=8,ep=1 (dp derived); with --gen-layout megatron also an "
+                  "independent ep and etp, e.g. tp=4,ep=4,etp=1");
   cmd->add_option("--first-stage-layers", args->first_stage_layers,
                   "Decoder layers in the first train PP stage");
   cmd->add_option("--last-stage-layers", args->last_stage_layers,
@@ -309,7 +314,12 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--exclude", args->exclude, "Drop params whose name matches REGEX (repeatable)")
       ->allow_extra_args(false);
   cmd->add_option("--bulk", args->bulk, "Which params take the bulk path: ffn (default) or all");
-  cmd->add_option("--gen-layout", args->gen_layout, "Generation storage: hf (default) or vllm (fused)");
+  cmd->add_option("--gen-layout", args->gen_layout,
+                  "Generation storage: hf (default), vllm (fused) or megatron (fused fc1, per-expert tensors, "
+                  "interleaved linear_qkv); see docs/layouts.md");
+  cmd->add_option("--head-dim", args->head_dim,
+                  "Attention head dim for --gen-layout megatron --bulk all (linear_qkv query groups = k rows / "
+                  "head dim; default: the q_norm/k_norm size)");
   cmd->add_option("--fanout", args->fanout, "Fan-out to gen replicas: auto (default), direct or two-phase");
   cmd->add_option("--bucket-bytes", args->bucket_bytes, "Misc bucket size, e.g. 256Mi, 1Gi (default 1Gi)");
   cmd->add_option("--gen-precision", args->gen_precision,

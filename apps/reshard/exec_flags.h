@@ -21,7 +21,8 @@ inline void add_exec_flags(CLI::App& cmd, ExecFlags& f) {
                  "Data plane: mpi (host memory), cuda-ipc (GPUs of one node, ranks may share a GPU) or nccl "
                  "(one GPU per rank, across nodes)");
   cmd.add_option("--timeout", f.args.timeout_s,
-                 "GPU transports: seconds without progress before every rank stops with an error (default 300)");
+                 "Seconds a rank waits for another (dead or hung?) without progress before every rank stops "
+                 "with an error naming it (default 300)");
   cmd.add_option("--streams", f.streams, "Streams; train PP stage s runs on stream s % N");
   cmd.add_option("--batch-ops", f.batch_ops, "Most ops posted per batch");
   cmd.add_option("--batch-bytes", f.batch_bytes, "Most bytes posted per batch (K/M/G or Ki/Mi/Gi)");

@@ -84,7 +84,7 @@ Plan tiny_plan() {
   gate.src = {mesh({"dp"}, {2}, {0, 1}), {replicate()}};
   gate.dst = {mesh({"tp"}, {2}, {2, 3}), {shard(0)}};
   add_bulk(gate,
-           {{0, 0, 2, Box{{0, 0}, {3, 8}}, {0, 0}, {0, 0}}, {0, 1, 3, Box{{3, 0}, {3, 8}}, {3, 0}, {0, 0}}},
+           {{0, 0, 2, 0, Box{{0, 0}, {3, 8}}, {0, 0}, {0, 0}}, {0, 1, 3, 0, Box{{3, 0}, {3, 8}}, {3, 0}, {0, 0}}},
            {});
 
   ParamPlan down;
@@ -97,7 +97,7 @@ Plan tiny_plan() {
   down.src = {mesh({"dp"}, {2}, {0, 1}), {replicate()}};
   down.dst = {mesh({"tp"}, {2}, {2, 3}), {shard(1)}};
   add_bulk(down,
-           {{0, 1, 2, Box{{0, 0}, {8, 3}}, {0, 0}, {0, 0}}, {0, 0, 3, Box{{0, 3}, {8, 2}}, {0, 3}, {0, 0}}},
+           {{0, 1, 2, 0, Box{{0, 0}, {8, 3}}, {0, 0}, {0, 0}}, {0, 0, 3, 0, Box{{0, 3}, {8, 2}}, {0, 3}, {0, 0}}},
            {});
 
   // Grouped experts on a 2-d source mesh; gen replicas exchange halves in phase two.
@@ -115,9 +115,9 @@ Plan tiny_plan() {
   experts.dst = {mesh({"dp"}, {2}, {2, 3}), {replicate()}};
   add_bulk(
       experts,
-      {{0, 0, 2, Box{{0, 0, 0}, {2, 2, 8}}, {0, 0, 0}, {0, 4, 0}},
-       {0, 1, 3, Box{{0, 2, 0}, {2, 2, 8}}, {0, 0, 0}, {0, 6, 0}}},
-      {{0, 2, 2, Box{{0, 0, 0}, {2, 2, 8}}, {0, 4, 0}}, {0, 3, 2, Box{{0, 2, 0}, {2, 2, 8}}, {0, 6, 0}}});
+      {{0, 0, 2, 0, Box{{0, 0, 0}, {2, 2, 8}}, {0, 0, 0}, {0, 4, 0}},
+       {0, 1, 3, 0, Box{{0, 2, 0}, {2, 2, 8}}, {0, 0, 0}, {0, 6, 0}}},
+      {{0, 2, 2, 0, Box{{0, 0, 0}, {2, 2, 8}}, {0, 4, 0}}, {0, 3, 2, 0, Box{{0, 2, 0}, {2, 2, 8}}, {0, 6, 0}}});
 
   // A 0-d mesh: one rank holds the whole tensor.
   ParamPlan norm;
@@ -127,7 +127,7 @@ Plan tiny_plan() {
   norm.shape = {8};
   norm.src = {mesh({}, {}, {1}), {}};
   norm.dst = {mesh({"tp"}, {2}, {2, 3}), {replicate()}};
-  add_bulk(norm, {{0, 1, 2, Box{{0}, {8}}, {0}, {0}}, {0, 1, 3, Box{{0}, {8}}, {0}, {0}}}, {});
+  add_bulk(norm, {{0, 1, 2, 0, Box{{0}, {8}}, {0}, {0}}, {0, 1, 3, 0, Box{{0}, {8}}, {0}, {0}}}, {});
 
   add_misc("model.norm.weight", {8}, 256);
   plan.buckets = {{0, 0, 0, 256 + 16, {0, 5}}};

@@ -1,6 +1,7 @@
 // Name rules, expert grouping and the placements the planner derives from them.
 #include <gtest/gtest.h>
 
+#include "reshard/core/dst_layout.h"
 #include "reshard/core/grouping.h"
 #include "reshard/core/planner.h"
 #include "reshard/core/rules.h"
@@ -12,7 +13,7 @@ TensorMeta T(std::string name, Dims shape, DType dt = DType::BF16) { return {std
 
 TEST(Rules, SeedBulkRule) {
   auto path = [](const std::string& n, int nd = 2) {
-    return classify_param(n, nd, false, BulkMode::Ffn, GenLayout::Hf, {}).path;
+    return classify_param(n, nd, false, BulkMode::Ffn, {}).path;
   };
   EXPECT_EQ(path("model.layers.0.mlp.gate_proj.weight"), Path::Bulk);
   EXPECT_EQ(path("model.layers.0.mlp.up_proj.weight"), Path::Bulk);
@@ -25,7 +26,7 @@ TEST(Rules, SeedBulkRule) {
 }
 
 TEST(Rules, BulkAllKeepsScalesAndUnknownMisc) {
-  auto r = [](const std::string& n, int nd = 2) { return classify_param(n, nd, false, BulkMode::All, GenLayout::Hf, {}); };
+  auto r = [](const std::string& n, int nd = 2) { return classify_param(n, nd, false, BulkMode::All, {}); };
   EXPECT_EQ(r("model.layers.0.self_attn.q_proj.weight").path, Path::Bulk);
   EXPECT_EQ(r("model.layers.0.self_attn.q_proj.weight").train_tp_dim, 0);
   EXPECT_EQ(r("model.layers.0.self_attn.o_proj.weight").train_tp_dim, 1);
@@ -36,16 +37,84 @@ TEST(Rules, BulkAllKeepsScalesAndUnknownMisc) {
 }
 
 TEST(Rules, VllmFusedStorages) {
-  auto r = [](const std::string& n, bool expert) {
-    return classify_param(n, expert ? 3 : 2, expert, BulkMode::All, GenLayout::Vllm, {});
+  const auto layout = make_destination_layout(GenLayout::Vllm);
+  auto r = [&](const std::string& n, bool expert) {
+    return layout->assign(n, classify_param(n, expert ? 3 : 2, expert, BulkMode::All, {}), expert ? 3 : 2);
   };
-  EXPECT_EQ(r("m.layers.0.mlp.up_proj.weight", false).fused_storage, "m.layers.0.mlp.gate_up_proj.weight");
-  EXPECT_EQ(r("m.layers.0.mlp.up_proj.weight", false).fuse_rank, 1);
-  EXPECT_EQ(r("m.layers.0.mlp.experts.gate_proj.weight", true).fused_storage, "m.layers.0.mlp.experts.w13_weight");
+  EXPECT_EQ(r("m.layers.0.mlp.up_proj.weight", false).storage, "m.layers.0.mlp.gate_up_proj.weight");
+  EXPECT_EQ(r("m.layers.0.mlp.up_proj.weight", false).fuse_index, 1);
+  EXPECT_EQ(r("m.layers.0.mlp.experts.gate_proj.weight", true).storage, "m.layers.0.mlp.experts.w13_weight");
   EXPECT_EQ(r("m.layers.0.mlp.experts.gate_proj.weight", true).fuse_dim, 1);
-  EXPECT_EQ(r("m.layers.0.mlp.experts.down_proj.weight", true).fused_storage, "m.layers.0.mlp.experts.w2_weight");
-  EXPECT_EQ(r("m.layers.0.self_attn.v_proj.weight", false).fused_storage, "m.layers.0.self_attn.qkv_proj.weight");
-  EXPECT_EQ(r("m.layers.0.self_attn.v_proj.weight", false).fuse_rank, 2);
+  EXPECT_EQ(r("m.layers.0.mlp.experts.down_proj.weight", true).storage, "m.layers.0.mlp.experts.w2_weight");
+  EXPECT_EQ(r("m.layers.0.self_attn.v_proj.weight", false).storage, "m.layers.0.self_attn.qkv_proj.weight");
+  EXPECT_EQ(r("m.layers.0.self_attn.v_proj.weight", false).fuse_index, 2);
+  EXPECT_EQ(r("m.layers.0.self_attn.o_proj.weight", false).storage, "");  // its own tensor
+  EXPECT_EQ(make_destination_layout(GenLayout::Hf)->assign("m.layers.0.mlp.up_proj.weight",
+                                                           classify_param("m.layers.0.mlp.up_proj.weight", 2, false,
+                                                                          BulkMode::All, {}),
+                                                           2)
+                .storage,
+            "");
+}
+
+TEST(Rules, MegatronStorages) {
+  const auto layout = make_destination_layout(GenLayout::Megatron);
+  Problems pr;
+  PlanOptions o;
+  o.bulk = BulkMode::All;
+  layout->prepare({{"model.layers.0.self_attn.q_proj.weight", {}, Dims{64, 32}, DType::BF16, false},
+                   {"model.layers.0.self_attn.k_proj.weight", {}, Dims{16, 32}, DType::BF16, false},
+                   {"model.layers.0.self_attn.v_proj.weight", {}, Dims{16, 32}, DType::BF16, false},
+                   {"model.layers.0.self_attn.q_norm.weight", {}, Dims{8}, DType::BF16, false}},
+                  o, pr);
+  ASSERT_TRUE(pr.empty()) << pr.list()[0];
+  auto r = [&](const std::string& n, bool expert) {
+    return layout->assign(n, classify_param(n, expert ? 3 : 2, expert, BulkMode::All, {}), expert ? 3 : 2);
+  };
+  const StorageAssignment up = r("model.layers.1.mlp.up_proj.weight", false);
+  EXPECT_EQ(up.storage, "decoder.layers.1.mlp.linear_fc1.weight");
+  EXPECT_EQ(up.fuse_dim, 0);
+  EXPECT_EQ(up.fuse_index, 1);
+  EXPECT_EQ(r("model.layers.1.mlp.down_proj.weight", false).storage, "decoder.layers.1.mlp.linear_fc2.weight");
+  EXPECT_EQ(r("model.layers.1.mlp.shared_expert.gate_proj.weight", false).storage,
+            "decoder.layers.1.mlp.shared_experts.linear_fc1.weight");
+  const StorageAssignment eg = r("model.layers.2.mlp.experts.gate_proj.weight", true);
+  EXPECT_EQ(eg.storage, "decoder.layers.2.mlp.experts.linear_fc1.weight");
+  EXPECT_EQ(eg.fuse_dim, 1);
+  EXPECT_EQ(eg.split_dim, 0);
+  const StorageAssignment ed = r("model.layers.2.mlp.experts.down_proj.weight", true);
+  EXPECT_EQ(ed.storage, "decoder.layers.2.mlp.experts.linear_fc2.weight");
+  EXPECT_EQ(ed.fuse_dim, -1);
+  EXPECT_EQ(ed.split_dim, 0);
+  const StorageAssignment k = r("model.layers.0.self_attn.k_proj.weight", false);
+  EXPECT_EQ(k.storage, "decoder.layers.0.self_attention.linear_qkv.weight");
+  EXPECT_EQ(k.fuse_index, 1);
+  EXPECT_EQ(k.fuse_groups, 2);  // 16 k rows / head dim 8 (q_norm)
+  EXPECT_EQ(r("model.layers.0.self_attn.o_proj.weight", false).storage,
+            "decoder.layers.0.self_attention.linear_proj.weight");
+}
+
+TEST(Rules, MegatronQkvNeedsHeadDim) {
+  const auto layout = make_destination_layout(GenLayout::Megatron);
+  Problems pr;
+  PlanOptions o;
+  o.bulk = BulkMode::All;
+  layout->prepare({{"model.layers.0.self_attn.q_proj.weight", {}, Dims{64, 32}, DType::BF16, false},
+                   {"model.layers.0.self_attn.k_proj.weight", {}, Dims{16, 32}, DType::BF16, false},
+                   {"model.layers.0.self_attn.v_proj.weight", {}, Dims{16, 32}, DType::BF16, false}},
+                  o, pr);
+  ASSERT_EQ(pr.list().size(), 1u);
+  EXPECT_NE(pr.list()[0].find("pass --head-dim N"), std::string::npos) << pr.list()[0];
+  Problems pr2;
+  o.head_dim = 16;  // 1 group of 4 q heads
+  make_destination_layout(GenLayout::Megatron)
+      ->prepare({{"model.layers.0.self_attn.q_proj.weight", {}, Dims{60, 32}, DType::BF16, false},
+                 {"model.layers.0.self_attn.k_proj.weight", {}, Dims{16, 32}, DType::BF16, false},
+                 {"model.layers.0.self_attn.v_proj.weight", {}, Dims{16, 32}, DType::BF16, false}},
+                o, pr2);
+  ASSERT_EQ(pr2.list().size(), 1u);
+  EXPECT_NE(pr2.list()[0].find("q_proj.weight: 60 rows are not 1 query groups of whole heads"), std::string::npos)
+      << pr2.list()[0];
 }
 
 TEST(Rules, CustomRulesFirstAndErrorsCollected) {
@@ -53,7 +122,7 @@ TEST(Rules, CustomRulesFirstAndErrorsCollected) {
   auto rules = parse_rules(R"({"rules": [{"match": "mixer\\.in_proj", "path": "bulk", "train_shard_dim": 0, "gen_shard_dim": 1}]})",
                            "r.json", pr);
   ASSERT_TRUE(pr.empty());
-  ParamRule r = classify_param("backbone.layers.0.mixer.in_proj.weight", 2, false, BulkMode::Ffn, GenLayout::Hf, rules);
+  ParamRule r = classify_param("backbone.layers.0.mixer.in_proj.weight", 2, false, BulkMode::Ffn, rules);
   EXPECT_EQ(r.path, Path::Bulk);
   EXPECT_EQ(r.gen_tp_dim, 1);
   parse_rules(R"([{"match": "(", "path": "x"}, {"path": "bulk"}])", "bad.json", pr);

@@ -1,3 +1,5 @@
+// Fused dst storages (vllm, megatron): the order of their members, the fallback to one storage per
+// param, and where each member starts along the fuse dim on every dst rank (used by DstMap).
 #include <algorithm>
 #include <map>
 
@@ -8,6 +10,7 @@ namespace {
 
 bool same_outside(const ParamPlan& a, const ParamPlan& b, int fuse_dim) {
   if (a.shape.n != b.shape.n || a.dtype != b.dtype || a.dst.mesh.ranks != b.dst.mesh.ranks) return false;
+  if (a.dst_fuse_groups != b.dst_fuse_groups || a.dst_split_dim != b.dst_split_dim) return false;
   for (int d = 0; d < a.shape.n; ++d)
     if (d != fuse_dim && a.shape[d] != b.shape[d]) return false;
   if (a.dst.placements.size() != b.dst.placements.size()) return false;
@@ -38,6 +41,7 @@ void finalize_fused_storages(Plan& plan) {
         p.dst_storage = p.name;
         p.dst_fuse_dim = -1;
         p.dst_fuse_index = 0;
+        p.dst_fuse_groups = 1;
       }
     }
   }

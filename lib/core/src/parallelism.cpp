@@ -60,7 +60,7 @@ void parse_side(const Json& j, const std::string& side, Parallelism& p, Problems
 }
 
 // "train: num_gpus 12 is not divisible by tp*pp = 8 (tp=4, pp=2)" and friends.
-void validate_side(Parallelism& p, const std::string& side, bool is_train, Problems& problems) {
+void validate_side(Parallelism& p, const std::string& side, bool is_train, bool expert_mesh, Problems& problems) {
   bool sizes_ok = true;
   if (p.num_gpus <= 0) {
     problems.add(side + ": num_gpus must be positive, got " + std::to_string(p.num_gpus));
@@ -91,16 +91,22 @@ void validate_side(Parallelism& p, const std::string& side, bool is_train, Probl
     }
     p.dp = derived;
   }
-  if (is_train) {
+  if (is_train || expert_mesh) {
     const int64_t etp_ep_pp = static_cast<int64_t>(p.etp) * p.ep * p.pp;
     if (p.num_gpus % etp_ep_pp != 0)
       problems.add(side + ": num_gpus " + s(p.num_gpus) + " is not divisible by etp*ep*pp = " +
                    std::to_string(etp_ep_pp) + " (etp=" + s(p.etp) + ", ep=" + s(p.ep) + ", pp=" + s(p.pp) + ")");
+    if (!is_train && p.pp != 1)
+      problems.add(side + ": pp must be 1 with --gen-layout megatron, got " + s(p.pp) +
+                   " (generation PP is not supported for a Megatron destination)");
+    if (!is_train && p.cp != 1) problems.add(side + ": cp must be 1 on the generation side, got " + s(p.cp));
   } else {
     if (p.ep != 1 && p.ep != p.tp)
       problems.add(side + ": ep " + s(p.ep) + " must be 1 or equal tp = " + s(p.tp) +
-                   " (gen experts use the tp axis as ep)");
-    if (p.etp != 1) problems.add(side + ": etp must be 1 on the generation side, got " + s(p.etp));
+                   " (gen experts use the tp axis as ep; an independent gen ep needs --gen-layout megatron)");
+    if (p.etp != 1)
+      problems.add(side + ": etp must be 1 on the generation side, got " + s(p.etp) +
+                   " (gen etp needs --gen-layout megatron)");
     if (p.cp != 1) problems.add(side + ": cp must be 1 on the generation side, got " + s(p.cp));
   }
 }
@@ -178,9 +184,9 @@ SystemConfig parse_system_json(std::string_view text, const std::string& origin)
   return sys;
 }
 
-void validate_system(SystemConfig& sys, Problems& problems) {
-  validate_side(sys.train, "train", true, problems);
-  validate_side(sys.gen, "gen", false, problems);
+void validate_system(SystemConfig& sys, Problems& problems, bool gen_expert_mesh) {
+  validate_side(sys.train, "train", true, true, problems);
+  validate_side(sys.gen, "gen", false, gen_expert_mesh, problems);
 }
 
 }  // namespace reshard

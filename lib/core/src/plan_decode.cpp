@@ -128,7 +128,7 @@ class PlanSax final : public json::json_sax_t {
       return true;
     }
     if (level_ == 2) {
-      if (field_ < 2 || field_ >= arity()) return fail(record_path(), shape_message());
+      if (field_ < 2 || field_ >= arity() - 1) return fail(record_path(), shape_message());
       level_ = 3;
       dims_[field_ - 2] = Dims();
       return true;
@@ -148,7 +148,8 @@ class PlanSax final : public json::json_sax_t {
         level_ = 0;
         return true;
       case 2:
-        if (field_ != arity()) return fail(record_path(), shape_message());
+        if (field_ != arity() - 1 && field_ != arity()) return fail(record_path(), shape_message());
+        if (field_ == arity() - 1) ints_[2] = 0;  // no dst storage index: the param's only storage
         emit_record();
         ++record_;
         level_ = 1;
@@ -169,11 +170,12 @@ class PlanSax final : public json::json_sax_t {
  private:
   enum class Kind { Transfers, Fanouts };
 
-  int arity() const { return kind_ == Kind::Transfers ? 6 : 5; }
+  // The longest record; the last field (the dst storage index) is optional.
+  int arity() const { return kind_ == Kind::Transfers ? 7 : 6; }
   std::string shape_message() const {
     return kind_ == Kind::Transfers
-               ? "expected array of 6: [src, dst, [offset], [extent], [src_local], [dst_local]]"
-               : "expected array of 5: [root, group, [offset], [extent], [dst_local]]";
+               ? "expected array of 6: [src, dst, [offset], [extent], [src_local], [dst_local]] (or 7, with dst storage)"
+               : "expected array of 5: [root, group, [offset], [extent], [dst_local]] (or 6, with dst storage)";
   }
   std::string list_path() const {
     return index_path("params", param_) + (kind_ == Kind::Transfers ? ".transfers" : ".fanouts");
@@ -213,11 +215,13 @@ class PlanSax final : public json::json_sax_t {
 
   bool capture_int(int64_t x) {
     if (level_ == 2) {
-      if (field_ >= 2) return fail(record_path(), shape_message());
+      const bool storage = field_ == arity() - 1;
+      if (field_ >= 2 && !storage) return fail(record_path(), shape_message());
       if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
         return fail(record_path(), "value " + std::to_string(x) + " out of range");
       }
-      ints_[field_++] = static_cast<int32_t>(x);
+      ints_[storage ? 2 : field_] = static_cast<int32_t>(x);
+      ++field_;
       return true;
     }
     if (level_ == 3) {
@@ -232,10 +236,10 @@ class PlanSax final : public json::json_sax_t {
   void emit_record() {
     const auto param = static_cast<uint32_t>(param_);
     if (kind_ == Kind::Transfers) {
-      plan_.transfers.push_back({param, ints_[0], ints_[1], Box{dims_[0], dims_[1]}, dims_[2], dims_[3]});
+      plan_.transfers.push_back({param, ints_[0], ints_[1], ints_[2], Box{dims_[0], dims_[1]}, dims_[2], dims_[3]});
       ++transfer_slices_[param_].count;
     } else {
-      plan_.fanouts.push_back({param, ints_[0], ints_[1], Box{dims_[0], dims_[1]}, dims_[2]});
+      plan_.fanouts.push_back({param, ints_[0], ints_[1], ints_[2], Box{dims_[0], dims_[1]}, dims_[2]});
       ++fanout_slices_[param_].count;
     }
   }
@@ -253,7 +257,7 @@ class PlanSax final : public json::json_sax_t {
   Kind kind_ = Kind::Transfers;
   size_t param_ = 0, record_ = 0;
   int level_ = 0, field_ = 0;
-  int32_t ints_[2] = {0, 0};
+  int32_t ints_[3] = {0, 0, 0};  // src/root, dst/group, dst storage
   Dims dims_[4];
   std::vector<Slice> transfer_slices_, fanout_slices_;
 };
@@ -424,6 +428,7 @@ void read_inputs(const Reader& r, const json& doc, Plan& plan) {
   // Optional: plans written before precision pairs mean auto / misc.
   if (r.find(o, "gen_precision") != nullptr) opt.gen_precision = r.name_at(o, op, "gen_precision", parse_gen_precision);
   if (r.find(o, "scales") != nullptr) opt.scales = r.name_at(o, op, "scales", parse_scales_path);
+  if (r.find(o, "head_dim") != nullptr) opt.head_dim = r.int32_at(o, op, "head_dim", 1);  // optional: 0 = infer
 }
 
 // Nested rank lists -> row-major ranks and dim sizes; every list at one depth must have one length.
@@ -523,6 +528,7 @@ void read_param(const Reader& r, const json& v, const std::string& path, size_t 
   p.shape = r.dims_at(v, path, "shape");
   p.path = r.name_at(v, path, "path", parse_path);
   p.pp_stage = r.int32_at(v, path, "pp_stage", 0, std::max(plan.system.train.pp - 1, 0));
+  if (r.find(v, "src_dequant") != nullptr) p.src_dequant = r.boolean(r.at(v, path, "src_dequant"), key_path(path, "src_dequant"));
   p.gen_pp_stage = r.int32_at(v, path, "gen_pp_stage", 0, std::max(plan.system.gen.pp - 1, 0));
 
   const bool has_transfers = index < transfer_slices.size() && transfer_slices[index].seen;
@@ -543,6 +549,10 @@ void read_param(const Reader& r, const json& v, const std::string& path, size_t 
   p.dst_storage = r.str_at(storage, sp, "name");
   p.dst_fuse_dim = r.int32_at(storage, sp, "fuse_dim", -1, p.shape.n - 1);
   p.dst_fuse_index = r.int32_at(storage, sp, "index", 0);
+  // Optional (Megatron destination): interleaved groups and per-index storages.
+  if (r.find(storage, "groups") != nullptr) p.dst_fuse_groups = r.int32_at(storage, sp, "groups", 1);
+  if (r.find(storage, "split_dim") != nullptr) p.dst_split_dim = r.int32_at(storage, sp, "split_dim", -1, p.shape.n - 1);
+  if (p.dst_fuse_groups > 1 && p.dst_fuse_dim < 0) r.fail(key_path(sp, "groups"), "groups need a fuse_dim");
   p.fanout = r.name_at(v, path, "fanout", parse_fanout);
   const int groups = static_cast<int>(plan.groups.size());
   p.group = r.int32_at(v, path, "group", 0, groups - 1);
@@ -574,6 +584,9 @@ void read_param(const Reader& r, const json& v, const std::string& path, size_t 
       check_box(r, at, "src_local", t.src_local, p.shape);
       check_box(r, at, "dst_local", t.dst_local, p.shape);
     }
+    if (t.dst_storage < 0 || (p.dst_split_dim < 0 && t.dst_storage != 0))
+      r.fail(index_path(tp, i), "dst storage " + std::to_string(t.dst_storage) +
+                                    (p.dst_split_dim < 0 ? " given, but the param has one storage" : " is negative"));
     for (int d = 0; d < p.shape.n; ++d) {
       if (t.box.offset[d] < 0 || t.box.extent[d] < 0 || t.box.offset[d] + t.box.extent[d] > p.shape[d] ||
           t.src_local[d] < 0 || t.dst_local[d] < 0) {
@@ -596,6 +609,9 @@ void read_param(const Reader& r, const json& v, const std::string& path, size_t 
     }
     check_region(r, at, f.box, p.shape);
     check_box(r, at, "dst_local", f.dst_local, p.shape);
+    if (f.dst_storage < 0 || (p.dst_split_dim < 0 && f.dst_storage != 0))
+      r.fail(at, "dst storage " + std::to_string(f.dst_storage) +
+                     (p.dst_split_dim < 0 ? " given, but the param has one storage" : " is negative"));
   }
   plan.params.push_back(std::move(p));
 }

@@ -154,7 +154,7 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   write_parallelism(w, plan.system.gen);
   w.line_break(2);
   w.key("options");
-  w.begin_object(12);
+  w.begin_object(12 + (o.head_dim != 0 ? 1 : 0));
   w.key("bulk"), w.str(to_string(o.bulk));
   w.key("gen_layout"), w.str(to_string(o.gen_layout));
   w.key("fanout"), w.str(to_string(o.fanout));
@@ -171,6 +171,7 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   write_value(w, rules);
   w.key("gen_precision"), w.str(to_string(o.gen_precision));
   w.key("scales"), w.str(to_string(o.scales));
+  if (o.head_dim != 0) w.key("head_dim"), w.integer(o.head_dim);  // written only when set: old plans unchanged
   w.end_object();
   w.end_object();
 }
@@ -182,7 +183,9 @@ void write_param(W& w, const Plan& plan, const ParamPlan& p) {
   const bool bulk = p.path == Path::Bulk;
   const bool members = !members_are_just_name(p);
   const bool mx = bulk && p.mxfp8;
-  w.begin_object((bulk ? 15 : 9) + (members ? 1 : 0) + (mx ? 2 : 0));
+  // Keys of the Megatron destination, written only when used so that hf/vllm plans are unchanged.
+  const bool split = bulk && p.dst_split_dim >= 0, grouped = bulk && p.dst_fuse_groups != 1;
+  w.begin_object((bulk ? 15 : 9) + (members ? 1 : 0) + (mx ? 2 : 0) + (p.src_dequant ? 1 : 0));
   w.key("name"), w.str(p.name);
   if (members) {
     w.key("members");
@@ -195,6 +198,7 @@ void write_param(W& w, const Plan& plan, const ParamPlan& p) {
   w.key("path"), w.str(to_string(p.path));
   w.key("pp_stage"), w.integer(p.pp_stage);
   w.key("gen_pp_stage"), w.integer(p.gen_pp_stage);
+  if (p.src_dequant) w.key("src_dequant"), w.boolean(true);
   if (!bulk) {
     w.key("bucket"), w.integer(p.bucket);
     w.key("bucket_offset"), w.integer(p.bucket_offset);
@@ -206,10 +210,12 @@ void write_param(W& w, const Plan& plan, const ParamPlan& p) {
   w.key("dst");
   write_layout(w, p.dst);
   w.key("dst_storage");
-  w.begin_object(3);
+  w.begin_object(3 + (grouped ? 1 : 0) + (split ? 1 : 0));
   w.key("name"), w.str(p.dst_storage);
   w.key("fuse_dim"), w.integer(p.dst_fuse_dim);
   w.key("index"), w.integer(p.dst_fuse_index);
+  if (grouped) w.key("groups"), w.integer(p.dst_fuse_groups);
+  if (split) w.key("split_dim"), w.integer(p.dst_split_dim);
   w.end_object();
   w.key("fanout"), w.str(to_string(p.fanout));
   w.key("group"), w.integer(p.group);
@@ -222,13 +228,14 @@ void write_param(W& w, const Plan& plan, const ParamPlan& p) {
   w.begin_array(p.transfer_count);
   for (uint64_t i = p.transfer_begin; i < p.transfer_begin + p.transfer_count; ++i) {
     const Transfer& t = plan.transfers[i];
-    w.begin_array(6);
+    w.begin_array(split ? 7 : 6);
     w.integer(t.src);
     w.integer(t.dst);
     write_dims(w, t.box.offset);
     write_dims(w, t.box.extent);
     write_dims(w, t.src_local);
     write_dims(w, t.dst_local);
+    if (split) w.integer(t.dst_storage);
     w.end_array();
   }
   w.end_array();
@@ -236,12 +243,13 @@ void write_param(W& w, const Plan& plan, const ParamPlan& p) {
   w.begin_array(p.fanout_count);
   for (uint64_t i = p.fanout_begin; i < p.fanout_begin + p.fanout_count; ++i) {
     const FanoutOp& f = plan.fanouts[i];
-    w.begin_array(5);
+    w.begin_array(split ? 6 : 5);
     w.integer(f.root);
     w.integer(f.group);
     write_dims(w, f.box.offset);
     write_dims(w, f.box.extent);
     write_dims(w, f.dst_local);
+    if (split) w.integer(f.dst_storage);
     w.end_array();
   }
   w.end_array();

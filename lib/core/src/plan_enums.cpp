@@ -16,7 +16,8 @@ using Names = std::array<std::pair<E, const char*>, N>;
 constexpr Names<Path, 2> kPathNames{{{Path::Bulk, "bulk"}, {Path::Misc, "misc"}}};
 constexpr Names<Fanout, 2> kFanoutNames{{{Fanout::Direct, "direct"}, {Fanout::TwoPhase, "two-phase"}}};
 constexpr Names<BulkMode, 2> kBulkModeNames{{{BulkMode::Ffn, "ffn"}, {BulkMode::All, "all"}}};
-constexpr Names<GenLayout, 2> kGenLayoutNames{{{GenLayout::Hf, "hf"}, {GenLayout::Vllm, "vllm"}}};
+constexpr Names<GenLayout, 3> kGenLayoutNames{
+    {{GenLayout::Hf, "hf"}, {GenLayout::Vllm, "vllm"}, {GenLayout::Megatron, "megatron"}}};
 constexpr Names<FanoutMode, 3> kFanoutModeNames{
     {{FanoutMode::Auto, "auto"}, {FanoutMode::Direct, "direct"}, {FanoutMode::TwoPhase, "two-phase"}}};
 constexpr Names<GenPrecision, 4> kGenPrecisionNames{{{GenPrecision::Auto, "auto"},

@@ -6,6 +6,7 @@
 #include <map>
 #include <regex>
 
+#include "reshard/core/dst_layout.h"
 #include "reshard/core/grouping.h"
 #include "reshard/core/hash.h"
 #include "reshard/core/plan_check.h"
@@ -34,6 +35,7 @@ std::string fingerprint(const Plan& plan) {
   h.add(o.first_stage_layers).add(o.last_stage_layers).add("map");
   for (int s : o.layer_to_stage) h.add(s);
   h.add(o.rules_json);
+  if (o.head_dim != 0) h.add("head_dim").add(o.head_dim);
   // Only when set, so that plans made before precision pairs keep their fingerprints.
   if (o.gen_precision != GenPrecision::Auto || o.scales != ScalesPath::Misc)
     h.add("precision").add(to_string(o.gen_precision)).add(to_string(o.scales));
@@ -41,12 +43,13 @@ std::string fingerprint(const Plan& plan) {
 }
 
 // The train non-expert mesh (tp, dp, pp), the train expert mesh (etp, ep, edp, pp) and the gen
-// mesh (tp, dp) or, with gen PP, (tp, pp, dp) in vLLM's order.
+// mesh (tp, dp) or, with gen PP, (tp, pp, dp) in vLLM's order; for a destination with its own expert
+// mesh (Megatron), the gen expert mesh (etp, ep, edp) in Megatron's expert order.
 struct Meshes {
-  Mesh train, train_expert, gen;
+  Mesh train, train_expert, gen, gen_expert;
 };
 
-Meshes build_meshes(const SystemConfig& s) {
+Meshes build_meshes(const SystemConfig& s, bool gen_expert_mesh) {
   const Parallelism& t = s.train;
   const Parallelism& g = s.gen;
   Meshes m;
@@ -57,6 +60,8 @@ Meshes build_meshes(const SystemConfig& s) {
     m.gen = make_mesh({{"tp", g.tp}, {"pp", g.pp}, {"dp", gen_dp}}, t.num_gpus);
   else
     m.gen = make_mesh({{"tp", g.tp}, {"dp", gen_dp}}, t.num_gpus);
+  if (gen_expert_mesh)
+    m.gen_expert = make_mesh({{"etp", g.etp}, {"ep", g.ep}, {"edp", g.num_gpus / (g.etp * g.ep)}}, t.num_gpus);
   return m;
 }
 
@@ -80,7 +85,9 @@ struct Classified {
 
 Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions& options) {
   Problems problems;
-  validate_system(system, problems);
+  const std::unique_ptr<DestinationLayout> dst_layout = make_destination_layout(options.gen_layout);
+  validate_system(system, problems, dst_layout->expert_mesh());
+  if (options.head_dim < 0) problems.add("--head-dim must be positive, got " + std::to_string(options.head_dim));
   if (options.bucket_bytes <= 0) problems.add("bucket_bytes must be > 0, got " + std::to_string(options.bucket_bytes));
 
   std::vector<std::regex> excludes;
@@ -104,6 +111,10 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
   if (kept.empty()) problems.add("no parameters left after --exclude");
   std::vector<LogicalParam> logical = group_params(kept, problems);
   const GenPrecision gen_precision = check_precision_pair(logical, options, problems);
+  // A Megatron destination receives logical BF16: e4m3 weights are dequantized on the source, whose
+  // scales therefore stay there.
+  const bool src_dequant = options.gen_layout == GenLayout::Megatron && drop_source_scales(logical);
+  dst_layout->prepare(logical, options, problems);
   const std::vector<int> scale_owner =
       options.scales == ScalesPath::Bulk ? scale_owners(logical) : std::vector<int>(logical.size(), -1);
 
@@ -142,7 +153,7 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
     Classified c;
     const int l = layer_index(p.name);
     const bool mtp_param = p.name.rfind("mtp.", 0) == 0 || (l >= 0 && is_mtp_layer(l));
-    c.rule = classify_param(p.name, p.shape.n, p.grouped_expert, options.bulk, options.gen_layout, custom);
+    c.rule = classify_param(p.name, p.shape.n, p.grouped_expert, options.bulk, custom);
     if (mtp_param) {
       c.rule = ParamRule{};
       c.rule.rule = "mtp";
@@ -173,7 +184,7 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
     const int w = scale_owner[i];
     if (w < 0 || params[w].rule.path != Path::Bulk) continue;
     params[i].rule = ParamRule{Path::Bulk, "fp8_scale", params[w].rule.expert, params[w].rule.train_tp_dim,
-                               params[w].rule.gen_tp_dim, "", -1, 0};
+                               params[w].rule.gen_tp_dim};
   }
   problems.throw_if_any("invalid reshard configuration:");
 
@@ -186,7 +197,7 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
   plan.options = options;
   plan.fingerprint = fingerprint(plan);
 
-  const Meshes meshes = build_meshes(system);
+  const Meshes meshes = build_meshes(system, dst_layout->expert_mesh());
   // Groups: 0 = misc (everyone), then one bulk group per train stage.
   {
     CommGroup misc{"misc", -1, {}};
@@ -213,15 +224,25 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
     pp.path = c.rule.path;
     pp.pp_stage = c.train_stage;
     pp.gen_pp_stage = c.gen_stage;
+    if (src_dequant && pp.dtype == DType::F8_E4M3) {
+      pp.dtype = DType::BF16;
+      pp.src_dequant = true;
+    }
     if (pp.path == Path::Bulk) {
       const bool expert = c.rule.expert;
       const Mesh src_mesh = (expert ? meshes.train_expert : meshes.train).slice("pp", c.train_stage);
-      const Mesh dst_mesh = meshes.gen.slice("pp", c.gen_stage);
+      const bool gen_expert_mesh = expert && dst_layout->expert_mesh();
+      const Mesh dst_mesh = (gen_expert_mesh ? meshes.gen_expert : meshes.gen).slice("pp", c.gen_stage);
       std::map<std::string, Placement> src_p, dst_p;
       if (expert) {
         src_p["ep"] = Placement{0};
         if (c.rule.train_tp_dim >= 0) src_p["etp"] = Placement{c.rule.train_tp_dim};
-        dst_p["tp"] = gp.ep > 1 ? Placement{0} : Placement{c.rule.gen_tp_dim};
+        if (gen_expert_mesh) {  // Megatron on both sides: experts over ep, their projections over etp
+          dst_p["ep"] = Placement{0};
+          if (c.rule.gen_tp_dim >= 0) dst_p["etp"] = Placement{c.rule.gen_tp_dim};
+        } else {
+          dst_p["tp"] = gp.ep > 1 ? Placement{0} : Placement{c.rule.gen_tp_dim};
+        }
       } else {
         if (c.rule.train_tp_dim >= 0) src_p["tp"] = Placement{c.rule.train_tp_dim};
         if (c.rule.gen_tp_dim >= 0) dst_p["tp"] = Placement{c.rule.gen_tp_dim};
@@ -230,15 +251,27 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
       pp.dst = make_layout(dst_mesh, dst_p);
       pp.uneven = pp.src.uneven(pp.shape) || pp.dst.uneven(pp.shape);
       pp.group = 1 + c.train_stage;
-      pp.dst_storage = c.rule.fused_storage.empty() ? pp.name : c.rule.fused_storage;
-      pp.dst_fuse_dim = c.rule.fused_storage.empty() ? -1 : c.rule.fuse_dim;
-      pp.dst_fuse_index = c.rule.fuse_rank;
+      const StorageAssignment a = dst_layout->assign(pp.name, c.rule, pp.shape.n);
+      pp.dst_storage = a.storage.empty() ? pp.name : a.storage;
+      pp.dst_fuse_dim = a.storage.empty() ? -1 : a.fuse_dim;
+      pp.dst_fuse_index = a.fuse_index;
+      pp.dst_fuse_groups = pp.dst_fuse_dim >= 0 ? a.fuse_groups : 1;
+      pp.dst_split_dim = a.split_dim;
     }
     plan.params.push_back(std::move(pp));
   }
   apply_precision(plan, gen_precision, scale_owner, problems);
   problems.throw_if_any("invalid reshard configuration:");
   finalize_fused_storages(plan);
+  // The destination's pieces must fit the dst shards (Megatron: whole query groups on every rank).
+  const DstMap dst_map(plan);
+  const std::string hint = options.gen_layout == GenLayout::Megatron
+                               ? " (linear_qkv needs the query groups divisible by gen tp)"
+                               : "";
+  for (const std::string& p : dst_map.problems())
+    problems.add("--gen-layout " + std::string(to_string(options.gen_layout)) + ": " + p + hint);
+  check_piecewise_precision(plan, problems);
+  problems.throw_if_any("invalid reshard configuration:");
   name_scale_storages(plan);
   plan_bulk_transfers(plan);
   plan_misc_buckets(plan, meshes.train);

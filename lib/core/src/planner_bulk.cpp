@@ -1,4 +1,5 @@
-// Bulk transfers: for each param, intersect the distinct dst boxes with the distinct src boxes,
+// Bulk transfers: for each param, intersect the distinct dst boxes (cut into storage pieces where the
+// destination splits a box: per-expert tensors, interleaved groups) with the distinct src boxes,
 // stripe each piece across the ranks that hold it (least-loaded first), and deliver it to every
 // replica of the dst box directly or in two phases (one replica receives, then broadcasts).
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include <map>
 
 #include "planner_bulk.h"
+#include "reshard/core/dst_layout.h"
 
 namespace reshard {
 namespace {
@@ -64,9 +66,17 @@ struct Piece {
   size_t src;  // index into the distinct src boxes
 };
 
+// The storage pieces of a distinct dst box: one whole-box piece unless the destination splits it.
+std::vector<Box> dst_pieces(const DstMap& map, uint32_t p, const DistinctBox& d) {
+  if (!map.piecewise(p)) return {d.box};
+  std::vector<Box> out;
+  for (const DstPiece& piece : map.pieces(p, d.flats[0])) out.push_back(piece.box);
+  return out;
+}
+
 class BulkPlanner {
  public:
-  explicit BulkPlanner(Plan& plan) : plan_(plan), send_load_(plan.world(), 0), origins_(fused_origins(plan)) {}
+  explicit BulkPlanner(Plan& plan) : plan_(plan), send_load_(plan.world(), 0), map_(plan) {}
 
   void run() {
     for (uint32_t p = 0; p < plan_.params.size(); ++p)
@@ -86,8 +96,9 @@ class BulkPlanner {
     for (size_t d = 0; d < dst.size(); ++d) {
       max_replicas = std::max(max_replicas, dst[d].ranks.size());
       if (dst[d].box.empty()) continue;
-      for (size_t s = 0; s < src.size(); ++s)
-        if (auto inter = intersect(dst[d].box, src[s].box)) pieces[d].push_back({*inter, s});
+      for (const Box& part : dst_pieces(map_, p, dst[d]))
+        for (size_t s = 0; s < src.size(); ++s)
+          if (auto inter = intersect(part, src[s].box)) pieces[d].push_back({*inter, s});
       piece_pairs += pieces[d].size();
     }
     param.fanout = choose_fanout(param, max_replicas, piece_pairs, src.size(), dst.size());
@@ -126,7 +137,9 @@ class BulkPlanner {
         op.root = D.ranks[r];
         op.group = group;
         op.box = pc.box;
-        op.dst_local = dst_local(p, pc.box, D, D.flats[r]);
+        const DstPiece at = locate(p, pc.box, D, D.flats[r]);
+        op.dst_storage = at.storage;
+        op.dst_local = at.offset;
         plan_.fanouts.push_back(op);
       }
     }
@@ -152,16 +165,19 @@ class BulkPlanner {
       t.dst = D.ranks[r];
       t.box = b;
       t.src_local = relative(b, S.box.offset);
-      t.dst_local = dst_local(p, b, D, D.flats[r]);
+      const DstPiece at = locate(p, b, D, D.flats[r]);
+      t.dst_storage = at.storage;
+      t.dst_local = at.offset;
       plan_.transfers.push_back(t);
     }
   }
 
-  Dims dst_local(uint32_t p, const Box& b, const DistinctBox& D, int flat) const {
-    Dims local = relative(b, D.box.offset);
-    const ParamPlan& param = plan_.params[p];
-    if (param.dst_fuse_dim >= 0 && !origins_[p].empty()) local[param.dst_fuse_dim] += origins_[p][flat];
-    return local;
+  // Where box `b` of param p lands on dst mesh position `flat`: pieces never cross a storage piece.
+  DstPiece locate(uint32_t p, const Box& b, const DistinctBox& D, int flat) const {
+    const std::optional<DstPiece> at = map_.locate(p, flat, b, D.box);
+    if (!at) throw runtime_error("internal error: param " + plan_.params[p].name + ": box " + b.str() +
+                                 " crosses a destination storage piece");
+    return *at;
   }
 
   Fanout choose_fanout(const ParamPlan& param, size_t k, size_t piece_pairs, size_t n_src_boxes, size_t n_dst_boxes) const {
@@ -188,7 +204,7 @@ class BulkPlanner {
 
   Plan& plan_;
   std::vector<int64_t> send_load_;
-  std::vector<std::vector<int64_t>> origins_;
+  DstMap map_;
   std::map<std::vector<int>, int> fanout_groups_;
 };
 

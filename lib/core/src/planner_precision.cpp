@@ -4,6 +4,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "reshard/core/dst_layout.h"
 #include "reshard/core/mxfp8.h"
 
 namespace reshard {
@@ -103,17 +104,30 @@ GenPrecision check_precision_pair(const std::vector<LogicalParam> &params,
                    ", expected float32 " + want.str() + " for weight " +
                    p.shape.str());
   }
+  // A Megatron destination takes logical BF16 (block-FP8 dequantized on the
+  // source), then BF16 or MXFP8 storage.
+  const bool megatron = options.gen_layout == GenLayout::Megatron;
   GenPrecision gen = options.gen_precision;
   if (gen == GenPrecision::Auto)
-    gen = train_fp8 ? GenPrecision::Fp8 : GenPrecision::Bf16;
-  const bool ok = (!train_fp8 &&
-                   (gen == GenPrecision::Bf16 || gen == GenPrecision::Mxfp8)) ||
-                  (train_fp8 && gen == GenPrecision::Fp8);
-  if (!ok)
+    gen = train_fp8 && !megatron ? GenPrecision::Fp8 : GenPrecision::Bf16;
+  const bool bf16_or_mx = gen == GenPrecision::Bf16 || gen == GenPrecision::Mxfp8;
+  const bool ok = megatron ? bf16_or_mx
+                           : (!train_fp8 && bf16_or_mx) ||
+                                 (train_fp8 && gen == GenPrecision::Fp8);
+  if (!ok && megatron)
+    problems.add(std::string("precision pair ") + train_name(train_fp8) +
+                 " train -> " + to_string(gen) +
+                 " gen is not supported with --gen-layout megatron (it receives "
+                 "logical BF16: bf16 or mxfp8)");
+  else if (!ok)
     problems.add(std::string("precision pair ") + train_name(train_fp8) +
                  " train -> " + to_string(gen) +
                  " gen is not supported (supported: bf16 -> bf16, block-fp8 -> "
-                 "fp8, bf16 -> mxfp8)");
+                 "fp8, bf16 -> mxfp8; block-fp8 -> bf16/mxfp8 with "
+                 "--gen-layout megatron)");
+  if (megatron && options.scales == ScalesPath::Bulk)
+    problems.add("--scales bulk: a Megatron destination receives logical BF16, "
+                 "so no scales travel (use the default --scales misc)");
   if (options.scales == ScalesPath::Bulk && !train_fp8)
     problems.add("--scales bulk: the model has no block-FP8 weights (no "
                  "float8_e4m3fn tensors), so no scales to reshard");
@@ -169,6 +183,33 @@ void apply_precision(Plan &plan, GenPrecision gen,
                    ": gen shards have K (last dim) extents " +
                    list({bad.begin(), bad.end()}) + " of " +
                    std::to_string(p.shape[k]) + ", not divisible by 32");
+  }
+}
+
+bool drop_source_scales(std::vector<LogicalParam> &params) {
+  const std::vector<int> owner = scale_owners(params);
+  bool fp8 = false;
+  for (const LogicalParam &p : params)
+    fp8 = fp8 || p.dtype == DType::F8_E4M3;
+  std::vector<LogicalParam> kept;
+  kept.reserve(params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    if (owner[i] < 0)
+      kept.push_back(std::move(params[i]));
+  params = std::move(kept);
+  return fp8;
+}
+
+void check_piecewise_precision(const Plan &plan, Problems &problems) {
+  const DstMap map(plan);
+  for (uint32_t i = 0; i < plan.params.size(); ++i) {
+    const ParamPlan &p = plan.params[i];
+    if (p.mxfp8 && map.piecewise(i))
+      problems.add("--gen-precision mxfp8: " + p.name + " lands in " +
+                   (p.dst_split_dim >= 0 ? "per-expert" : "interleaved") +
+                   " storages (" + p.dst_storage +
+                   "), which the quantize-on-receive path does not support yet "
+                   "(one BF16 landing per param)");
   }
 }
 

@@ -32,6 +32,14 @@ std::vector<int> scale_owners(const std::vector<LogicalParam> &params);
 void apply_precision(Plan &plan, GenPrecision gen,
                      const std::vector<int> &owners, Problems &problems);
 
+// Megatron destination: removes the "<w>_scale_inv" of every e4m3 weight `w` (they stay on the source,
+// which dequantizes); true when the model has e4m3 weights.
+bool drop_source_scales(std::vector<LogicalParam> &params);
+
+// After fused storages are final: MXFP8 params must land in one piece per rank (the executor
+// quantizes one landing per param), so per-expert and interleaved storages are refused.
+void check_piecewise_precision(const Plan &plan, Problems &problems);
+
 // After fused storages are final: the MXFP8 scale storage names.
 void name_scale_storages(Plan &plan);
 

@@ -10,9 +10,6 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 }
 bool contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
 
-// "a.b.gate_proj.weight" with suffix "gate_proj.weight" -> "a.b."
-std::string stem(const std::string& s, std::string_view suffix) { return s.substr(0, s.size() - suffix.size()); }
-
 int shard_dim_from_json(const nlohmann::json& v, const std::string& where, Problems& problems) {
   if (v.is_null()) return -1;
   if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= kMaxDims) {
@@ -91,7 +88,7 @@ std::vector<CustomRule> parse_rules(const std::string& json_text, const std::str
 }
 
 ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert, BulkMode bulk,
-                         GenLayout layout, const std::vector<CustomRule>& custom) {
+                         const std::vector<CustomRule>& custom) {
   ParamRule r;
   for (const CustomRule& c : custom) {
     if (!std::regex_search(name, c.re)) continue;
@@ -102,7 +99,6 @@ ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert,
     r.gen_tp_dim = c.gen_shard_dim < ndim ? c.gen_shard_dim : -1;
     return r;
   }
-  const bool vllm = layout == GenLayout::Vllm;
   const bool shared = contains(name, "shared_expert");
   const bool mtp = name.rfind("mtp.", 0) == 0;
 
@@ -121,16 +117,6 @@ ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert,
     r.rule = grouped_expert ? "expert" : (shared ? "shared_expert" : "ffn");
     const int base = grouped_expert ? 1 : 0;  // experts: dim 0 is the expert dim
     r.train_tp_dim = r.gen_tp_dim = is_down ? base + 1 : base;
-    if (vllm) {
-      if (is_down) {
-        if (grouped_expert) r.fused_storage = stem(name, "down_proj.weight") + "w2_weight";
-      } else {
-        const std::string s = stem(name, is_gate ? kGate : kUp);
-        r.fused_storage = grouped_expert ? s + "w13_weight" : s + "gate_up_proj.weight";
-        r.fuse_dim = base;
-        r.fuse_rank = is_gate ? 0 : 1;
-      }
-    }
     if (ndim == 1) r.train_tp_dim = r.gen_tp_dim = -1;
     return r;
   }
@@ -150,19 +136,8 @@ ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert,
     r.train_tp_dim = r.gen_tp_dim = ndim >= 2 ? dim : -1;  // 1-D tensors replicated
     return r;
   };
-  for (const char* qkv : {"q_proj.", "k_proj.", "v_proj."}) {
-    const std::string part = std::string("self_attn.") + qkv;
-    const size_t at = name.find(part);
-    if (at == std::string::npos) continue;
-    bulk_rule("attn_qkv", 0);
-    if (vllm) {
-      const std::string suffix = name.substr(at + part.size());  // "weight" or "bias"
-      r.fused_storage = name.substr(0, at) + "self_attn.qkv_proj." + suffix;
-      r.fuse_dim = 0;
-      r.fuse_rank = qkv[0] == 'q' ? 0 : qkv[0] == 'k' ? 1 : 2;
-    }
-    return r;
-  }
+  for (const char* qkv : {"self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj."})
+    if (contains(name, qkv)) return bulk_rule("attn_qkv", 0);
   if (contains(name, "q_b_proj.") || contains(name, "kv_b_proj.")) return bulk_rule("attn_up", 0);
   if (contains(name, "o_proj.")) return bulk_rule("attn_out", 1);
   if (contains(name, "q_a_proj.") || contains(name, "kv_a_proj_with_mqa.")) return bulk_rule("attn_down", -1);

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "planner_bulk.h"
+#include "reshard/core/dst_layout.h"
 #include "reshard/core/mxfp8.h"
 
 namespace reshard {
@@ -11,6 +11,11 @@ std::vector<LocalStorage> src_storages(const Plan& plan, int rank) {
   std::vector<LocalStorage> out;
   for (uint32_t i = 0; i < plan.params.size(); ++i) {
     const ParamPlan& p = plan.params[i];
+    // Planned and verified statically, but the executor cannot dequantize on the source yet. Every
+    // rank gets here (whatever it holds), so all of them refuse alike.
+    if (p.src_dequant)
+      throw config_error("param " + p.name + ": the plan dequantizes block-FP8 on the source (src_dequant, a "
+                         "Megatron destination); the executor does not implement that yet (docs/precision.md)");
     if (p.path != Path::Bulk) continue;
     const int f = p.src.mesh.flat_index_of_rank(rank);
     if (f < 0) continue;
@@ -30,24 +35,30 @@ std::vector<LocalStorage> src_storages(const Plan& plan, int rank) {
 std::vector<LocalStorage> dst_storages(const Plan& plan, int rank) {
   std::vector<LocalStorage> out;
   if (!plan.is_gen(rank)) return out;
-  const std::vector<std::vector<int64_t>> origins = fused_origins(plan);
+  const DstMap map(plan);
   std::map<std::string, size_t> index;  // storage name -> position in out
   for (uint32_t i = 0; i < plan.params.size(); ++i) {
     const ParamPlan& p = plan.params[i];
     if (p.path != Path::Bulk) continue;
     const int f = p.dst.mesh.flat_index_of_rank(rank);
     if (f < 0) continue;
-    const Box b = p.dst.local_box(p.shape, f);
-    Dims offset = Dims::zeros(p.shape.n);
-    if (p.dst_fuse_dim >= 0 && !origins[i].empty()) offset[p.dst_fuse_dim] = origins[i][f];
-    auto [it, fresh] = index.try_emplace(p.dst_storage, out.size());
-    if (fresh) out.push_back(LocalStorage{p.dst_storage, p.dtype, Dims::zeros(p.shape.n), {}, {}, {}});
-    LocalStorage& s = out[it->second];
-    s.members.push_back(StorageMember{i, b, offset});
-    for (int d = 0; d < p.shape.n; ++d) s.shape[d] = std::max(s.shape[d], offset[d] + b.extent[d]);
-    if (p.mxfp8) {
-      s.dtype = DType::F8_E4M3;
-      s.scale_name = p.scale_storage;
+    std::vector<DstPiece> pieces = map.pieces(i, f);
+    if (pieces.empty()) {  // an empty shard (torch.chunk remainder) still names its storage
+      const Box own = p.dst.local_box(p.shape, f);
+      const std::optional<DstPiece> at = map.locate(i, f, own, own);
+      pieces.push_back(at ? *at : DstPiece{0, own, Dims::zeros(p.shape.n)});
+    }
+    for (const DstPiece& piece : pieces) {
+      const std::string name = DstMap::storage_name(p, piece.storage);
+      auto [it, fresh] = index.try_emplace(name, out.size());
+      if (fresh) out.push_back(LocalStorage{name, p.dtype, Dims::zeros(p.shape.n), {}, {}, {}});
+      LocalStorage& s = out[it->second];
+      s.members.push_back(StorageMember{i, piece.box, piece.offset});
+      for (int d = 0; d < p.shape.n; ++d) s.shape[d] = std::max(s.shape[d], piece.offset[d] + piece.box.extent[d]);
+      if (p.mxfp8) {
+        s.dtype = DType::F8_E4M3;
+        s.scale_name = p.scale_storage;
+      }
     }
   }
   for (LocalStorage& s : out)

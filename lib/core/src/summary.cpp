@@ -33,7 +33,7 @@ std::string join_ints(const std::vector<int>& xs) {
   return join(s, ",");
 }
 
-// "tp=1 pp=2 ep=8 etp=1 cp=1 dp=8" (train adds edp).
+// "tp=1 pp=2 ep=8 etp=1 cp=1 dp=8 edp=1"; etp, cp and edp only with an expert mesh (train, Megatron gen).
 std::string parallelism_text(const Parallelism& p, bool train) {
   std::string s = std::to_string(p.num_gpus) + " GPUs: tp=" + std::to_string(p.tp) +
                   " pp=" + std::to_string(p.pp) + " ep=" + std::to_string(p.ep);
@@ -65,6 +65,7 @@ std::string options_text(const PlanOptions& o) {
   if (o.last_stage_layers) s += " last-stage-layers=" + std::to_string(o.last_stage_layers);
   if (!o.layer_to_stage.empty()) s += " layer-map=(" + std::to_string(o.layer_to_stage.size()) + " layers)";
   if (!o.rules_json.empty()) s += " rules=(custom)";
+  if (o.head_dim) s += " head-dim=" + std::to_string(o.head_dim);
   return s;
 }
 
@@ -198,7 +199,8 @@ std::string format_summary(const Plan& plan, const PlanStats& st) {
   row("generator", plan.generator);
   row("train",
       parallelism_text(plan.system.train, true) + "  ranks 0.." + std::to_string(plan.train_world() - 1));
-  row("gen", parallelism_text(plan.system.gen, false) + "  ranks " + std::to_string(plan.train_world()) +
+  // A Megatron destination has its own expert mesh: show etp and edp as for train.
+  row("gen", parallelism_text(plan.system.gen, plan.options.gen_layout == GenLayout::Megatron) + "  ranks " + std::to_string(plan.train_world()) +
                  ".." + std::to_string(plan.world() - 1));
   row("options", options_text(plan.options));
   row("params", std::to_string(st.bulk_params + st.misc_params) + ": " + std::to_string(st.bulk_params) +
@@ -261,9 +263,15 @@ std::string format_param(const Plan& plan, uint32_t index, size_t max_transfers)
   row("dst",
       mesh_text(p.dst.mesh) + "  " + placements_text(p.dst.placements) + (p.uneven ? "  (uneven)" : ""));
   std::string storage = p.dst_storage;
-  if (p.dst_fuse_dim >= 0)
-    storage += "  (fused along dim " + std::to_string(p.dst_fuse_dim) + ", member " +
-               std::to_string(p.dst_fuse_index) + ")";
+  if (p.dst_fuse_dim >= 0) {
+    storage += "  (fused along dim " + std::to_string(p.dst_fuse_dim) + ", member " + std::to_string(p.dst_fuse_index);
+    if (p.dst_fuse_groups > 1) storage += ", interleaved in " + std::to_string(p.dst_fuse_groups) + " groups";
+    storage += ")";
+  }
+  if (p.dst_split_dim >= 0) {
+    storage += "  (one tensor per local index along dim " + std::to_string(p.dst_split_dim) + ": ";
+    storage += p.dst_storage + "0, ...)";
+  }
   row("storage", storage);
   row("fanout", std::string(to_string(p.fanout)) + "  group " + std::to_string(p.group));
   const int64_t esize = dtype_size(p.dtype);
@@ -272,8 +280,10 @@ std::string format_param(const Plan& plan, uint32_t index, size_t max_transfers)
   char line[512];
   for (uint64_t i = 0; i < shown; ++i) {
     const Transfer& t = plan.transfers.at(p.transfer_begin + i);
-    std::snprintf(line, sizeof line, "  %5d -> %-5d box %s  src_local %s  dst_local %s  %s\n", t.src, t.dst,
-                  t.box.str().c_str(), t.src_local.str().c_str(), t.dst_local.str().c_str(),
+    // Per-index storages (Megatron experts): which local tensor, "<dst_storage><index>".
+    const std::string in = p.dst_split_dim >= 0 ? " in #" + std::to_string(t.dst_storage) : "";
+    std::snprintf(line, sizeof line, "  %5d -> %-5d box %s  src_local %s  dst_local %s%s  %s\n", t.src, t.dst,
+                  t.box.str().c_str(), t.src_local.str().c_str(), t.dst_local.str().c_str(), in.c_str(),
                   format_bytes(t.box.elements() * esize).c_str());
     out << line;
   }
@@ -283,8 +293,9 @@ std::string format_param(const Plan& plan, uint32_t index, size_t max_transfers)
     const uint64_t fshown = std::min<uint64_t>(p.fanout_count, max_transfers);
     for (uint64_t i = 0; i < fshown; ++i) {
       const FanoutOp& f = plan.fanouts.at(p.fanout_begin + i);
-      std::snprintf(line, sizeof line, "  root %5d group %-4d box %s  dst_local %s  %s\n", f.root, f.group,
-                    f.box.str().c_str(), f.dst_local.str().c_str(),
+      const std::string in = p.dst_split_dim >= 0 ? " in #" + std::to_string(f.dst_storage) : "";
+      std::snprintf(line, sizeof line, "  root %5d group %-4d box %s  dst_local %s%s  %s\n", f.root, f.group,
+                    f.box.str().c_str(), f.dst_local.str().c_str(), in.c_str(),
                     format_bytes(f.box.elements() * esize).c_str());
       out << line;
     }
@@ -315,7 +326,7 @@ Json summary_json(const Plan& plan, const PlanStats& st, const std::vector<int>&
   j["fingerprint"] = plan.fingerprint;
   j["generator"] = plan.generator;
   j["train"] = parallelism_json(plan.system.train, true);
-  j["gen"] = parallelism_json(plan.system.gen, false);
+  j["gen"] = parallelism_json(plan.system.gen, plan.options.gen_layout == GenLayout::Megatron);
   j["options"] = options_json(plan.options);
   j["params"] = Json{{"total", st.bulk_params + st.misc_params},
                      {"bulk", st.bulk_params},
@@ -366,6 +377,8 @@ Json param_json(const Plan& plan, uint32_t index, size_t max_transfers) {
   j["dst_storage"] = p.dst_storage;
   j["dst_fuse_dim"] = p.dst_fuse_dim;
   j["dst_fuse_index"] = p.dst_fuse_index;
+  if (p.dst_fuse_groups != 1) j["dst_fuse_groups"] = p.dst_fuse_groups;
+  if (p.dst_split_dim >= 0) j["dst_split_dim"] = p.dst_split_dim;
   j["fanout"] = to_string(p.fanout);
   j["group"] = p.group;
   j["uneven"] = p.uneven;
@@ -378,6 +391,7 @@ Json param_json(const Plan& plan, uint32_t index, size_t max_transfers) {
                       {"extent", dims_json(t.box.extent)},
                       {"src_local", dims_json(t.src_local)},
                       {"dst_local", dims_json(t.dst_local)}});
+    if (p.dst_split_dim >= 0) ts.back()["dst_storage"] = t.dst_storage;
   }
   j["transfer_count"] = p.transfer_count;
   j["transfers"] = ts;
@@ -389,6 +403,7 @@ Json param_json(const Plan& plan, uint32_t index, size_t max_transfers) {
                       {"offset", dims_json(f.box.offset)},
                       {"extent", dims_json(f.box.extent)},
                       {"dst_local", dims_json(f.dst_local)}});
+    if (p.dst_split_dim >= 0) fs.back()["dst_storage"] = f.dst_storage;
   }
   j["fanout_count"] = p.fanout_count;
   j["fanouts"] = fs;

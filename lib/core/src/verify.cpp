@@ -1,22 +1,23 @@
 // Static verification of a plan against the golden semantics: what each gen rank must end up
 // holding is recomputed from the dst layout alone, then the plan's transfers must deliver exactly
-// that, once, from ranks that hold it under the src layout.
+// that, once, from ranks that hold it under the src layout, into the storage piece and offset that the
+// destination layout (DstMap) gives for it.
 #include "reshard/core/verify.h"
 
 #include <algorithm>
 #include <map>
 
-#include "planner_bulk.h"
+#include "reshard/core/dst_layout.h"
 
 namespace reshard {
 namespace {
 
 class Verifier {
  public:
-  Verifier(const Plan& plan, size_t max_listed) : plan_(plan), max_listed_(max_listed) {}
+  Verifier(const Plan& plan, size_t max_listed) : plan_(plan), max_listed_(max_listed), map_(plan) {}
 
   VerifyReport run() {
-    origins_ = fused_origins(plan_);
+    for (const std::string& p : map_.problems()) problem(p);
     for (uint32_t p = 0; p < plan_.params.size(); ++p) {
       const ParamPlan& param = plan_.params[p];
       ++report_.params_checked;
@@ -68,7 +69,7 @@ class Verifier {
       if (t.src_local != relative(t.box, held.offset))
         problem(where(param, t.dst, t.box) + ": source local offset " + t.src_local.str() + " should be " +
                 relative(t.box, held.offset).str());
-      if (!check_dst(p, t.dst, t.box, t.dst_local)) continue;
+      if (!check_dst(p, t.dst, t.box, t.dst_storage, t.dst_local)) continue;
       received[t.dst].push_back(t.box);
     }
     for (uint64_t i = param.fanout_begin; i < param.fanout_begin + param.fanout_count; ++i) {
@@ -90,7 +91,7 @@ class Verifier {
         problem(where(param, f.root, f.box) + ": fan-out root did not receive this box in phase one");
       for (int r : members) {
         if (r == f.root) continue;
-        if (check_dst(p, r, f.box, f.dst_local)) received[r].push_back(f.box);
+        if (check_dst(p, r, f.box, f.dst_storage, f.dst_local)) received[r].push_back(f.box);
       }
     }
     // Every dst rank: exactly its box, exactly once.
@@ -131,8 +132,9 @@ class Verifier {
     }
   }
 
-  // The box must lie in what `rank` holds under the dst layout, at the right local offset.
-  bool check_dst(uint32_t p, int rank, const Box& box, const Dims& dst_local) {
+  // The box must lie in what `rank` holds under the dst layout, inside one storage piece, at the right
+  // storage and local offset.
+  bool check_dst(uint32_t p, int rank, const Box& box, int dst_storage, const Dims& dst_local) {
     const ParamPlan& param = plan_.params[p];
     const int df = param.dst.mesh.flat_index_of_rank(rank);
     if (df < 0) {
@@ -144,10 +146,19 @@ class Verifier {
       problem(where(param, rank, box) + ": destination holds only " + own.str());
       return false;
     }
-    Dims expect = relative(box, own.offset);
-    if (param.dst_fuse_dim >= 0 && !origins_[p].empty()) expect[param.dst_fuse_dim] += origins_[p][df];
-    if (dst_local != expect) {
-      problem(where(param, rank, box) + ": destination local offset " + dst_local.str() + " should be " + expect.str());
+    const std::optional<DstPiece> at = map_.locate(p, df, box, own);
+    if (!at) {
+      problem(where(param, rank, box) + ": crosses a destination storage piece (another expert or query group)");
+      return false;
+    }
+    if (dst_storage != at->storage) {
+      problem(where(param, rank, box) + ": destination storage " + DstMap::storage_name(param, dst_storage) +
+              " should be " + DstMap::storage_name(param, at->storage));
+      return false;
+    }
+    if (dst_local != at->offset) {
+      problem(where(param, rank, box) + ": destination local offset " + dst_local.str() + " should be " +
+              at->offset.str());
       return false;
     }
     return true;
@@ -195,7 +206,7 @@ class Verifier {
 
   const Plan& plan_;
   size_t max_listed_;
-  std::vector<std::vector<int64_t>> origins_;
+  DstMap map_;
   VerifyReport report_;
 };
 

@@ -36,7 +36,8 @@ struct Executor::Batch {
 };
 
 Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& memory, const ExecOptions& options)
-    : plan_(plan), rank_(rank), transport_(transport), memory_(memory), options_(options) {
+    : plan_(plan), rank_(rank), transport_(transport), memory_(memory), options_(options),
+      boxes_(transport.supports_boxes()) {
   if (options_.streams < 1 || options_.batch_ops < 1) throw config_error("--streams and --batch-ops must be at least 1");
   storages_ = rank_storages(plan, rank);
   for (int a = 0; a < 2; ++a) {
@@ -44,12 +45,12 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
                     std::min(options_.max_message_bytes(), transport.max_message_bytes())};
     ops_[a] = build_ops(plan, rank, storages_, o);
   }
-  // Staging: what the busier algorithm would stage at once, capped by --staging-bytes.
+  // Staging: what the busier algorithm would stage at once, capped by --staging-bytes (box ops need none).
   int64_t want = 0;
-  for (const auto& list : ops_) {
+  for (int a = 0; a < 2; ++a) {
     int64_t staged = 0;
-    for (const Op& op : list)
-      if (!op.direct()) staged += align64(op.bytes());
+    for (const Op& op : ops_[a])
+      if (!boxed(op, static_cast<Algo>(a)) && !op.direct()) staged += align64(op.bytes());
     want = std::max(want, staged);
   }
   // MXFP8 landings: one per param this rank holds, each must fit the pool on its own.
@@ -149,17 +150,25 @@ void Executor::run(Algo algo) {
   std::vector<const Op*> ops;
   ops.reserve(ops_[static_cast<int>(algo)].size());
   for (const Op& op : ops_[static_cast<int>(algo)]) ops.push_back(&op);
-  run_ops(ops);
+  run_ops(ops, algo);
 }
 
 void Executor::run_phase(Algo algo, int phase) {
   std::vector<const Op*> ops;
   for (const Op& op : ops_[static_cast<int>(algo)])
     if (op.phase == phase) ops.push_back(&op);
-  run_ops(ops);
+  run_ops(ops, algo);
 }
 
-void Executor::run_ops(const std::vector<const Op*>& ops) {
+// Box ops where the transport has them, except golden's bulk broadcasts: golden delivers every shard
+// whole to every member of the param's group (what its NCCL broadcast does), so there the members
+// still receive the whole wire box into staging and keep their intersections. Misc buckets are the
+// same ops in both algorithms and take box ops in both.
+bool Executor::boxed(const Op& op, Algo algo) const {
+  return boxes_ && (algo == Algo::Reshard || op.phase == phase_count(plan_) - 1);
+}
+
+void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
   Batch batch;
   batch.streams.assign(options_.streams, false);
   landing_used_ = 0;  // every landing was released when the previous op list finished
@@ -170,7 +179,8 @@ void Executor::run_ops(const std::vector<const Op*>& ops) {
   for (const Op* op : ops)
     if (lands(*op)) ++landing_pending_[op->param];
   for (const Op* op : ops) {
-    const int64_t staged = op->direct() ? 0 : align64(op->bytes());
+    const bool box = boxed(*op, algo);
+    const int64_t staged = box || op->direct() ? 0 : align64(op->bytes());
     const bool depends = op->fanout && op->root &&
                          std::find(batch.received_params.begin(), batch.received_params.end(), op->param) !=
                              batch.received_params.end();
@@ -183,23 +193,26 @@ void Executor::run_ops(const std::vector<const Op*>& ops) {
                           std::to_string(staging_size_) + " bytes");
     if (lands(*op) && landing_at_[op->param] < 0) open_landing(op->param, batch);
 
-    void* wire = nullptr;
-    if (staged == 0) {
-      wire = storage_ptr(*op, op->pieces[0]);
-    } else {
-      wire = static_cast<uint8_t*>(staging_) + batch.staging_used;
-      batch.staging_used += staged;
-    }
     const bool sends = op->kind == OpKind::Send || (op->kind == OpKind::Broadcast && op->root);
-    if (sends && staged > 0)
-      for (const Piece& p : op->pieces)
-        memory_.copy_box(storage_base(*op, p),
-                         p.storage_shape, p.storage_offset, wire, op->wire_extent, p.wire_offset, p.extent,
-                         op->elem_size, op->stream);
-    switch (op->kind) {
-      case OpKind::Send: transport_.send(op->stream, op->group, op->peer, wire, op->bytes()); break;
-      case OpKind::Recv: transport_.recv(op->stream, op->group, op->peer, wire, op->bytes()); break;
-      case OpKind::Broadcast: transport_.broadcast(op->stream, op->group, op->peer, wire, op->bytes()); break;
+    void* wire = nullptr;  // stays null for box ops
+    if (box) {
+      post_boxes(*op);
+    } else {
+      if (staged == 0) {
+        wire = storage_ptr(*op, op->pieces[0]);
+      } else {
+        wire = static_cast<uint8_t*>(staging_) + batch.staging_used;
+        batch.staging_used += staged;
+      }
+      if (sends && staged > 0)
+        for (const Piece& p : op->pieces)
+          memory_.copy_box(storage_base(*op, p), p.storage_shape, p.storage_offset, wire, op->wire_extent,
+                           p.wire_offset, p.extent, op->elem_size, op->stream);
+      switch (op->kind) {
+        case OpKind::Send: transport_.send(op->stream, op->group, op->peer, wire, op->bytes()); break;
+        case OpKind::Recv: transport_.recv(op->stream, op->group, op->peer, wire, op->bytes()); break;
+        case OpKind::Broadcast: transport_.broadcast(op->stream, op->group, op->peer, wire, op->bytes()); break;
+      }
     }
     if (!sends && !op->pieces.empty()) batch.received_params.push_back(op->param);
     batch.ops.push_back(op);
@@ -210,6 +223,26 @@ void Executor::run_ops(const std::vector<const Op*>& ops) {
   if (!batch.ops.empty()) post_batch(batch);
 }
 
+// Box transports: the op's pieces go to the transport as they are (no pack, no staging, no unpack);
+// a receiver without pieces (a misc member that discards) copies nothing.
+void Executor::post_boxes(const Op& op) {
+  std::vector<BoxPiece> pieces;
+  pieces.reserve(op.pieces.size());
+  for (const Piece& p : op.pieces)
+    pieces.push_back(BoxPiece{storage_base(op, p), p.storage_shape, p.storage_offset, p.wire_offset, p.extent});
+  switch (op.kind) {
+    case OpKind::Send:
+      transport_.send_boxes(op.stream, op.group, op.peer, op.wire_extent, op.elem_size, pieces);
+      break;
+    case OpKind::Recv:
+      transport_.recv_boxes(op.stream, op.group, op.peer, op.wire_extent, op.elem_size, pieces);
+      break;
+    case OpKind::Broadcast:
+      transport_.broadcast_boxes(op.stream, op.group, op.peer, op.wire_extent, op.elem_size, pieces);
+      break;
+  }
+}
+
 void Executor::post_batch(Batch& batch) {
   for (int s = 0; s < options_.streams; ++s)
     if (batch.streams[s]) transport_.flush(s);
@@ -218,7 +251,7 @@ void Executor::post_batch(Batch& batch) {
   for (size_t i = 0; i < batch.ops.size(); ++i) {
     const Op& op = *batch.ops[i];
     const bool sends = op.kind == OpKind::Send || (op.kind == OpKind::Broadcast && op.root);
-    if (sends || op.direct()) continue;
+    if (sends || op.direct() || batch.wire[i] == nullptr) continue;  // nothing staged to unpack
     for (const Piece& p : op.pieces)
       memory_.copy_box(batch.wire[i], op.wire_extent, p.wire_offset,
                        storage_base(op, p),

@@ -1,6 +1,8 @@
 // The MPI data plane on host memory: non-blocking point-to-point for bulk transfers, non-blocking
 // broadcasts (MPI_Ibcast) on split communicators for fan-outs and misc buckets. A stream is a
-// list of outstanding requests; a send and its receive use the stream index as tag.
+// list of outstanding requests; a send and its receive use the stream index as tag. A wait polls its
+// requests (mpi_wait.h): no progress for --timeout seconds prints the ranks it waited for and aborts
+// the world, so a dead or stopped peer cannot hang the others.
 #include "reshard/exec/transport.h"
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include "transports.h"
 
 #ifdef RESHARD_HAVE_MPI
+#include "mpi_wait.h"
 #include "reshard/exec/mpi_check.h"
 
 namespace reshard {
@@ -18,7 +21,7 @@ namespace {
 
 class MpiTransport final : public Transport {
  public:
-  explicit MpiTransport(Control& control) {
+  MpiTransport(Control& control, const TransportOptions& options) : options_(options) {
     MPI_Comm parent = *static_cast<MPI_Comm*>(control.native_comm());
     RESHARD_MPI_CHECK(MPI_Comm_dup(parent, &world_));
     RESHARD_MPI_CHECK(MPI_Comm_set_errhandler(world_, MPI_ERRORS_RETURN));
@@ -58,19 +61,19 @@ class MpiTransport final : public Transport {
     Stream& s = at(stream);
     MPI_Request r;
     RESHARD_MPI_CHECK(MPI_Isend(buf, count(bytes), MPI_BYTE, group_rank(group, peer), stream, comm(group), &r));
-    s.add(r, -1, peer);
+    s.add(r, -1, peer, -1);
   }
   void recv(int stream, int group, int peer, void* buf, int64_t bytes) override {
     Stream& s = at(stream);
     MPI_Request r;
     RESHARD_MPI_CHECK(MPI_Irecv(buf, count(bytes), MPI_BYTE, group_rank(group, peer), stream, comm(group), &r));
-    s.add(r, bytes, peer);
+    s.add(r, bytes, peer, -1);
   }
   void broadcast(int stream, int group, int root, void* buf, int64_t bytes) override {
     Stream& s = at(stream);
     MPI_Request r;
     RESHARD_MPI_CHECK(MPI_Ibcast(buf, count(bytes), MPI_BYTE, group_rank(group, root), comm(group), &r));
-    s.add(r, -1, root);
+    s.add(r, -1, root, group);
   }
   void flush(int) override {}
 
@@ -78,11 +81,12 @@ class MpiTransport final : public Transport {
     Stream& s = at(stream);
     if (s.requests.empty()) return;
     std::vector<MPI_Status> st(s.requests.size());
-    const int rc = MPI_Waitall(static_cast<int>(s.requests.size()), s.requests.data(), st.data());
+    const int rc = wait_bounded(s.requests, st.data(), options_.timeout_s,
+                                [&](const std::vector<bool>& pending) { return waiting_for(s, pending); });
     if (rc == MPI_ERR_IN_STATUS) {
       for (size_t i = 0; i < st.size(); ++i)
         if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING)
-          throw runtime_error("MPI_Waitall: op with rank " + std::to_string(s.peers[i]) +
+          throw runtime_error("MPI wait: op with rank " + std::to_string(s.peers[i]) +
                               " failed: " + mpi_error_string(st[i].MPI_ERROR));
     }
     RESHARD_MPI_CHECK(rc);
@@ -102,17 +106,39 @@ class MpiTransport final : public Transport {
     std::vector<MPI_Request> requests;
     std::vector<int64_t> expected;  // receive sizes; -1 for sends and broadcasts
     std::vector<int> peers;
-    void add(MPI_Request r, int64_t e, int peer) {
+    std::vector<int> groups;  // broadcasts: the group (any member may hold it up); -1 otherwise
+    void add(MPI_Request r, int64_t e, int peer, int group) {
       requests.push_back(r);
       expected.push_back(e);
       peers.push_back(peer);
+      groups.push_back(group);
     }
     void clear() {
       requests.clear();
       expected.clear();
       peers.clear();
+      groups.clear();
     }
   };
+
+  // The peers of the unfinished ops: the other end of a send or receive; every other member of a
+  // broadcast's group.
+  Waiting waiting_for(const Stream& s, const std::vector<bool>& pending) const {
+    std::vector<int> ranks;
+    int ops = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (!pending[i]) continue;
+      ++ops;
+      if (s.groups[i] < 0) {
+        ranks.push_back(s.peers[i]);
+        continue;
+      }
+      for (int m : ranks_.at(static_cast<size_t>(s.groups[i])))
+        if (m != rank_) ranks.push_back(m);
+    }
+    return Waiting{rank_list(ranks), std::to_string(ops) + " unfinished transfer" + (ops == 1 ? "" : "s") +
+                                         " (MPI transport)"};
+  }
 
   Stream& at(int stream) {
     if (stream < 0 || stream >= static_cast<int>(streams_.size()))
@@ -137,6 +163,7 @@ class MpiTransport final : public Transport {
     return static_cast<int>(bytes);
   }
 
+  TransportOptions options_;
   MPI_Comm world_ = MPI_COMM_NULL;
   int rank_ = 0;
   std::vector<MPI_Comm> comms_;
@@ -146,7 +173,9 @@ class MpiTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_mpi_transport(Control& control) { return std::make_unique<MpiTransport>(control); }
+std::unique_ptr<Transport> make_mpi_transport(Control& control, const TransportOptions& options) {
+  return std::make_unique<MpiTransport>(control, options);
+}
 
 }  // namespace reshard
 #endif

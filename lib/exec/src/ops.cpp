@@ -139,11 +139,15 @@ class OpBuilder {
     }
   }
 
-  // The dst storage holding bulk param p on this rank.
-  std::pair<int, const StorageMember*> dst_member(uint32_t p) const {
+  // The dst storage member of bulk param p on this rank that holds `box`: a param has one member per
+  // storage piece (several for per-expert or interleaved destinations, docs/layouts.md).
+  std::pair<int, const StorageMember*> dst_member(uint32_t p, const Box& box) const {
     const auto& list = s_.dst_of_param[p];
     if (list.empty()) throw runtime_error("rank " + std::to_string(rank_) + " has no destination for " + plan_.params[p].name);
-    return {list[0].first, &s_.dst[list[0].first].members[list[0].second]};
+    for (const auto& [st, mi] : list)
+      if (list.size() == 1 || contains(s_.dst[st].members[mi].box, box)) return {st, &s_.dst[st].members[mi]};
+    throw runtime_error("rank " + std::to_string(rank_) + ": no destination storage of " + plan_.params[p].name +
+                        " holds box " + box.str());
   }
 
   // A piece into dst storage `st` at `storage_offset`; MXFP8 params land in their BF16 landing buffer
@@ -173,7 +177,7 @@ class OpBuilder {
         });
       }
       if (t.dst == rank_) {
-        const auto dm = dst_member(p);
+        const auto dm = dst_member(p, t.box);
         const int st = dm.first;
         const StorageMember& member = *dm.second;
         Op proto = base(OpKind::Recv, stream, param.group, t.src, param.pp_stage, p, es);
@@ -186,7 +190,7 @@ class OpBuilder {
     for (uint64_t i = param.fanout_begin; i < param.fanout_begin + param.fanout_count; ++i) {
       const FanoutOp& f = plan_.fanouts[i];
       if (f.group < 0 || f.group >= static_cast<int>(in_group_.size()) || !in_group_[f.group]) continue;
-      const auto dm = dst_member(p);
+      const auto dm = dst_member(p, f.box);
       const int st = dm.first;
       const StorageMember& member = *dm.second;
       Op proto = base(OpKind::Broadcast, stream, f.group, f.root, param.pp_stage, p, es);

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "fault_hook.h"
 #include "reshard/core/plan_io.h"
 #include "reshard/exec/report.h"
 
@@ -56,19 +58,29 @@ struct Session {
   Control& ctl;
   Plan plan;
   std::unique_ptr<Transport> transport;
+  FaultTransport* fault = nullptr;  // the RESHARD_FAULT test hook, when set (owned by `transport`)
   std::unique_ptr<Memory> memory;
   std::unique_ptr<Executor> exec;
 
   Session(Control& control, const RunArgs& a) : ctl(control) {
+    ctl.set_timeout(a.timeout_s);  // no wait for another rank outlasts --timeout (a bad value: no limit)
+    check_build_agreement(ctl);    // first: another build may not even read the same plan
+    std::optional<FaultSpec> fault_spec;
     agreed(ctl, [&] {
       const std::string bad = validate(a);
       if (!bad.empty()) throw config_error(bad);
       if (ctl.rank() == 0 && !a.json_path.empty() && std::filesystem::exists(a.json_path) && !a.force)
         throw config_error(a.json_path + " exists; pass --force to replace it");
+      fault_spec = fault_from_env();
     });
     agreed(ctl, [&] { plan = load_plan(a.plan_path); });
     check_plan_agreement(ctl, plan, a.exec, a.plan_path);
     agreed(ctl, [&] { transport = make_transport(a.transport, ctl, TransportOptions{a.timeout_s}); });
+    if (fault_spec) {
+      auto wrapped = std::make_unique<FaultTransport>(std::move(transport), *fault_spec, ctl.rank());
+      fault = wrapped.get();
+      transport = std::move(wrapped);
+    }
     transport->setup(plan.groups, a.exec.streams);  // collective; MPI failures here abort
     agreed(ctl, [&] {
       memory = make_memory_for(*transport);
@@ -139,9 +151,10 @@ void add_ceiling(Control& ctl, const Plan& plan, Memory& mem, std::vector<PhaseR
 template <class F>
 int guarded(const RunArgs& a, F&& body) {
   Control ctl;  // without MPI support this throws the config error that says so
+  std::unique_ptr<Session> s;
   try {
-    Session s(ctl, a);
-    return body(s);
+    s = std::make_unique<Session>(ctl, a);
+    return body(*s);
   } catch (const AgreedError& e) {
     // Rank 0 prints before anyone exits: mpirun kills the stragglers as soon as one rank exits
     // non-zero, which could otherwise swallow the message.
@@ -152,21 +165,32 @@ int guarded(const RunArgs& a, F&& body) {
     ctl.barrier();
     return e.exit_code();
   } catch (const Error& e) {
+    // The world is aborted without tearing the session down: a transport's teardown may wait on the
+    // very peer that failed (e.g. a cuda-ipc timeout), and the process ends here anyway.
+    (void)s.release();
     std::fprintf(stderr, "reshard: rank %d: %s\n", ctl.rank(), e.what());
     ctl.abort(e.exit_code());
   } catch (const std::exception& e) {
+    (void)s.release();
     std::fprintf(stderr, "reshard: rank %d: internal error: %s\n", ctl.rank(), e.what());
     ctl.abort(3);
   }
 }
 
+// The JSON goes to PATH.tmp.<pid> and is renamed over PATH only once complete: an interrupted run
+// never leaves a truncated file under the final name, and a failed write removes its temporary.
 void write_json_atomic(const std::string& path, const nlohmann::json& j, bool force) {
   if (std::filesystem::exists(path) && !force) throw config_error(path + " exists; pass --force to replace it");
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp);
     out << j.dump(2) << "\n";
-    if (!out) throw runtime_error("cannot write " + tmp);
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw runtime_error("cannot write " + tmp);
+    }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -176,7 +200,34 @@ void write_json_atomic(const std::string& path, const nlohmann::json& j, bool fo
   }
 }
 
+// FNV-1a: the same text hashes the same in every build (std::hash need not).
+int64_t stable_hash(const std::string& s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>(h);
+}
+
 }  // namespace
+
+std::string build_identity() {
+  const char* fake = std::getenv("RESHARD_FAKE_VERSION");  // test hook: pose as another build
+  const std::string version = fake != nullptr && *fake != '\0' ? fake : RESHARD_VERSION;
+  return "reshard " + version + " (plan format " + kPlanFormat + " v" + std::to_string(kPlanVersion) + ")";
+}
+
+void check_build_agreement(Control& ctl) {
+  const std::string mine = build_identity();
+  const int64_t h = stable_hash(mine);
+  const int64_t lo = ctl.min(h), hi = ctl.max(h);
+  if (lo == hi) return;
+  // Name the lowest rank of each extreme, with its build.
+  const int a = static_cast<int>(ctl.min(static_cast<int64_t>(h == lo ? ctl.rank() : ctl.size())));
+  const int b = static_cast<int>(ctl.min(static_cast<int64_t>(h == hi ? ctl.rank() : ctl.size())));
+  const std::string first = ctl.broadcast(mine, a), second = ctl.broadcast(mine, b);
+  ctl.agree(2, "ranks run different reshard builds: rank " + std::to_string(std::min(a, b)) + " runs " +
+                   (a < b ? first : second) + ", rank " + std::to_string(std::max(a, b)) + " runs " +
+                   (a < b ? second : first) + ": run the same reshard binary on every rank");
+}
 
 void check_plan_agreement(Control& ctl, const Plan& plan, const ExecOptions& o, const std::string& origin) {
   int64_t fp = 0;
@@ -212,6 +263,7 @@ int run_main(const RunArgs& a) {
     std::vector<std::vector<double>> times(phases + 1);  // last: total
     for (int it = 0; it < a.warmup + a.iters; ++it) {
       const bool keep = it >= a.warmup;
+      if (it == a.warmup && s.fault) s.fault->arm();
       for (int ph = 0; ph < phases; ++ph) {
         const double t = timed(ctl, [&] { ex.run_phase(algo, ph); });
         if (keep) times[ph].push_back(t);
@@ -254,6 +306,7 @@ int verify_execute_main(const RunArgs& a) {
     Executor& ex = *s.exec;
     ex.fill_sources();
     ex.poison_destinations();
+    if (s.fault) s.fault->arm();
     ex.run(Algo::Reshard);
     std::vector<int64_t> wrong_plan = ex.count_wrong();
     ex.snapshot_destinations();

@@ -23,7 +23,7 @@ std::vector<std::string> available_transports() {
 
 std::unique_ptr<Transport> make_transport(const std::string& name, Control& control, const TransportOptions& options) {
 #if RESHARD_HAVE_MPI
-  if (name == "mpi") return make_mpi_transport(control);
+  if (name == "mpi") return make_mpi_transport(control, options);
 #if RESHARD_HAVE_CUDA
   if (name == "cuda-ipc") return make_cuda_ipc_transport(control, options);
 #endif

@@ -8,7 +8,7 @@
 namespace reshard {
 
 #if RESHARD_HAVE_MPI
-std::unique_ptr<Transport> make_mpi_transport(Control& control);
+std::unique_ptr<Transport> make_mpi_transport(Control& control, const TransportOptions& options);
 #if RESHARD_HAVE_CUDA
 std::unique_ptr<Transport> make_cuda_ipc_transport(Control& control, const TransportOptions& options);
 #endif

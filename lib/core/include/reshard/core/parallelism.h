@@ -28,7 +28,9 @@ void parse_parallelism_spec(std::string_view spec, const std::string& side, Para
 SystemConfig load_system_json(const std::string& path);
 SystemConfig parse_system_json(std::string_view text, const std::string& origin);
 // Checks divisibility and the gen rules (gen ep in {1, tp}, gen etp == 1, cp == 1 on gen),
-// derives dp. Adds every violation, naming the field and the values.
-void validate_system(SystemConfig& sys, Problems& problems);
+// derives dp. Adds every violation, naming the field and the values. `gen_expert_mesh`: the
+// destination has its own expert mesh (Megatron: etp, ep, edp): gen ep and etp are then free, but
+// etp*ep must divide the gen GPUs, and gen pp must be 1.
+void validate_system(SystemConfig& sys, Problems& problems, bool gen_expert_mesh = false);
 
 }  // namespace reshard

@@ -19,7 +19,8 @@ inline constexpr const char* kPlanFormat = "reshard-plan";
 enum class Path : uint8_t { Bulk, Misc };
 enum class Fanout : uint8_t { Direct, TwoPhase };
 enum class BulkMode : uint8_t { Ffn, All };
-enum class GenLayout : uint8_t { Hf, Vllm };
+// --gen-layout: how the generation side stores weights (docs/layouts.md).
+enum class GenLayout : uint8_t { Hf, Vllm, Megatron };
 enum class FanoutMode : uint8_t { Auto, Direct, TwoPhase };
 // --gen-precision: what the generation side stores (docs/precision.md). Auto: what was trained
 // (bf16 for a BF16 model, fp8 for a block-FP8 model).
@@ -40,12 +41,14 @@ struct PlanOptions {
   std::string rules_json;            // contents of --rules FILE, empty when none
   GenPrecision gen_precision = GenPrecision::Auto;
   ScalesPath scales = ScalesPath::Misc;
+  int head_dim = 0;  // --head-dim: Megatron linear_qkv query groups = k rows / head_dim; 0: from q_norm/k_norm
 };
 
 // One bulk point-to-point transfer of a box of one param. Offsets are element coordinates.
 struct Transfer {
   uint32_t param = 0;
   int32_t src = 0, dst = 0;  // global ranks
+  int32_t dst_storage = 0;   // which of the param's dst storages (ParamPlan::dst_split_dim); 0 otherwise
   Box box;                   // global region
   Dims src_local;            // box origin inside the source rank's local shard
   Dims dst_local;            // box origin inside the destination rank's local storage tensor
@@ -58,6 +61,7 @@ struct FanoutOp {
   uint32_t param = 0;
   int32_t root = 0;
   int32_t group = 0;
+  int32_t dst_storage = 0;  // as Transfer::dst_storage
   Box box;
   Dims dst_local;
 };
@@ -77,6 +81,12 @@ struct ParamPlan {
   std::string dst_storage;  // local tensor it lands in on gen ranks (fused for --gen-layout vllm)
   int dst_fuse_dim = -1;    // dim along which dst_storage concatenates its members; -1: not fused
   int dst_fuse_index = 0;   // this param's position among the storage's members
+  // > 1: the members interleave along dst_fuse_dim in this many groups, [m0_g, m1_g, ...] for each
+  // local group g (Megatron linear_qkv: [q_g, k_g, v_g]); a member's rows per group = its size / groups.
+  int dst_fuse_groups = 1;
+  // >= 0: one storage per local index along this dim, named dst_storage + index ("...weight0",
+  // "...weight1": Megatron's per-expert tensors); transfers name theirs in Transfer::dst_storage.
+  int dst_split_dim = -1;
   Fanout fanout = Fanout::Direct;
   int group = -1;           // bulk communicator (CommGroup index)
   bool uneven = false;      // some shard is short or empty
@@ -84,6 +94,9 @@ struct ParamPlan {
   // e4m3 values (dst_storage) + E8M0 scales (scale_storage, last dim / 32). False: lands as sent.
   bool mxfp8 = false;
   std::string scale_storage;
+  // The training side holds block-FP8 e4m3 + float32 <name>_scale_inv; it dequantizes to the
+  // logical BF16 `dtype` before sending (Megatron destinations, docs/precision.md).
+  bool src_dequant = false;
   uint64_t transfer_begin = 0, transfer_count = 0;  // range in Plan::transfers
   uint64_t fanout_begin = 0, fanout_count = 0;      // range in Plan::fanouts
 

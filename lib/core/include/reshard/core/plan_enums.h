@@ -10,7 +10,7 @@ namespace reshard {
 Path parse_path(const std::string& s);               // "bulk" | "misc"
 Fanout parse_fanout(const std::string& s);           // "direct" | "two-phase"
 BulkMode parse_bulk_mode(const std::string& s);      // "ffn" | "all"
-GenLayout parse_gen_layout(const std::string& s);    // "hf" | "vllm"
+GenLayout parse_gen_layout(const std::string& s);    // "hf" | "vllm" | "megatron"
 FanoutMode parse_fanout_mode(const std::string& s);  // "auto" | "direct" | "two-phase"
 GenPrecision parse_gen_precision(const std::string& s);  // "auto" | "bf16" | "fp8" | "mxfp8"
 ScalesPath parse_scales_path(const std::string& s);      // "misc" | "bulk"

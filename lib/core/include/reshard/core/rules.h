@@ -1,5 +1,6 @@
-// Name rules: which path a param takes, how it is sharded on each side, which local storage it
-// lands in on the generation side. Matches NeMo RL's nccl_reshard conventions (see docs/design.md).
+// Name rules: which path a param takes and how it is sharded on each side. Matches NeMo RL's
+// nccl_reshard conventions (see docs/design.md). Which local storage a param lands in on the
+// generation side is the destination layout's business (dst_layout.h).
 #pragma once
 #include <optional>
 #include <regex>
@@ -32,16 +33,13 @@ struct ParamRule {
   std::string rule;         // short name of the matching rule
   bool expert = false;      // grouped experts: dim 0 is the expert dim, lives on the expert mesh
   int train_tp_dim = -1;    // tensor dim sharded over train TP (ETP for experts); -1: replicated
-  int gen_tp_dim = -1;      // tensor dim sharded over gen TP (experts with gen EP: see planner)
-  std::string fused_storage;  // --gen-layout vllm: storage name; empty: own name
-  int fuse_dim = -1;
-  int fuse_rank = 0;        // canonical order inside the fused storage (gate 0, up 1; q 0, k 1, v 2)
+  int gen_tp_dim = -1;      // tensor dim sharded over gen TP (ETP for experts on a Megatron destination)
 };
 
 // `name` is the (grouped) param name, `ndim` its rank. MTP params (mtp.* or --mtp-layers) are
 // classified by the caller, not here.
 ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert, BulkMode bulk,
-                         GenLayout layout, const std::vector<CustomRule>& custom);
+                         const std::vector<CustomRule>& custom);
 
 // Layer index of "...layers.N..." (the first such segment), or -1.
 int layer_index(const std::string& name);

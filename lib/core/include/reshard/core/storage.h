@@ -29,8 +29,10 @@ struct LocalStorage {
 // Source side (train ranks): one storage per bulk param whose src mesh holds `rank` (its local
 // shard), plus each misc param whole on the root of its bucket.
 std::vector<LocalStorage> src_storages(const Plan& plan, int rank);
-// Destination side (gen ranks): bulk params grouped by dst_storage (fused members concatenated
-// along dst_fuse_dim), plus every misc param whole. Empty for train ranks. Storages of MXFP8 params
+// Destination side (gen ranks): bulk params in their destination's local tensors, as DstMap
+// (dst_layout.h) cuts them: fused members concatenated or interleaved along dst_fuse_dim, per-index
+// tensors "<dst_storage><i>" with dst_split_dim; a param has one member per piece. Plus every misc
+// param whole. Empty for train ranks. Storages of MXFP8 params
 // hold e4m3 values plus E8M0 scales (scale_shape).
 std::vector<LocalStorage> dst_storages(const Plan& plan, int rank);
 

@@ -2,7 +2,10 @@
 // Always MPI (a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN, every call checked), whatever
 // transport moves the data. The header is MPI-free so callers need no mpi.h; without MPI support
 // constructing a Control throws Error(Config).
-// Every method except rank()/size()/now()/abort() is collective over the world.
+// Every method except rank()/size()/now()/set_timeout()/timeout()/abort() is collective over the world.
+// Collectives are polled, not blocking: once set_timeout() is given a limit, a collective that waits
+// that long (a rank died, stopped or never came) prints "reshard: rank R: timed out after T s waiting
+// for ..." (rank 0 names the ranks that never arrived) and aborts the world with exit code 3.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -32,6 +35,8 @@ class Control {
   int rank() const;
   int size() const;
   double now() const;  // seconds (MPI_Wtime)
+  void set_timeout(double seconds);  // <= 0: no limit (the default)
+  double timeout() const;
   void barrier();
 
   int64_t sum(int64_t v);

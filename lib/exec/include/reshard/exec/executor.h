@@ -7,6 +7,10 @@
 // rank posts its ops in the shared global order, any per-rank batch boundaries are deadlock-free:
 // the lowest unfinished op is posted by all its ranks.
 //
+// Box transports (Transport::supports_boxes, CUDA IPC) get each op's pieces instead of a packed wire
+// buffer: nothing is packed, staged or unpacked, and receivers that discard copy nothing. Golden's bulk
+// broadcasts are the exception: every member receives the whole shard (staged), as golden defines.
+//
 // MXFP8 params (docs/precision.md) receive BF16 into a landing buffer of their dst member's extent,
 // carved from a pool of at most `staging_bytes` (a batch ends before a new landing that does not fit);
 // after the batch holding the param's last op on this rank, the landing is quantized into the e4m3
@@ -65,8 +69,10 @@ class Executor {
 
  private:
   struct Batch;
-  void run_ops(const std::vector<const Op*>& ops);
+  void run_ops(const std::vector<const Op*>& ops, Algo algo);
+  bool boxed(const Op& op, Algo algo) const;
   void post_batch(Batch& batch);
+  void post_boxes(const Op& op);
   void* storage_base(const Op& op, const Piece& p) const;
   void open_landing(uint32_t param, Batch& batch);
   void quantize_landing(uint32_t param, int stream);
@@ -78,6 +84,7 @@ class Executor {
   Transport& transport_;
   Memory& memory_;
   ExecOptions options_;
+  bool boxes_ = false;  // the transport moves pieces between storages itself (Transport::supports_boxes)
   RankStorages storages_;
   std::vector<void*> src_buf_, dst_buf_, snapshot_;
   std::vector<void*> dst_scale_buf_, snapshot_scale_;  // MXFP8 storages' E8M0 scales (nullptr: none)

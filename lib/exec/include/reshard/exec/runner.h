@@ -21,7 +21,7 @@ struct RunArgs {
   bool check = false;
   std::string json_path;
   bool force = false;
-  double timeout_s = 300;  // GPU transports: no progress for this long ends the run (all ranks, non-zero)
+  double timeout_s = 300;  // any wait for another rank without progress this long ends the run (all ranks, non-zero)
   ExecOptions exec;
   std::string command_line;  // echoed into the JSON
 };
@@ -29,6 +29,12 @@ struct RunArgs {
 // Returns the exit code (0 ok, 1 verification failed); throws Error on rank 0 for agreed failures.
 int run_main(const RunArgs& args);
 int verify_execute_main(const RunArgs& args);
+
+// "reshard VERSION (plan format reshard-plan vN)"; RESHARD_FAKE_VERSION (a test hook) replaces VERSION.
+std::string build_identity();
+// Checks, collectively, that every rank runs the same build (build_identity()); otherwise throws an
+// agreed Error(Config) naming a rank of each build and what it runs.
+void check_build_agreement(Control& control);
 
 // Checks, collectively, that every rank loaded the same plan (fingerprint min == max over ranks),
 // that the world matches it and that the executor flags agree. Throws an agreed Error(Config).

@@ -24,9 +24,18 @@ namespace reshard {
 class Control;
 struct CudaContext;  // device, streams and allocation registry of the GPU transports (cuda_context.h)
 
+// One strided part of an op's wire box in a buffer of the transport's memory: the `extent` elements at
+// `offset` of a row-major tensor of `shape` starting at `base` are elements [wire_offset, +extent) of
+// the dense wire box.
+struct BoxPiece {
+  void* base = nullptr;
+  Dims shape, offset, wire_offset, extent;
+};
+
 struct TransportOptions {
-  // GPU transports: a wait that makes no progress for this long is a runtime error (NCCL aborts its
-  // communicators), so a dead or stuck peer ends the run instead of hanging it.
+  // A wait that makes no progress for this long ends the run instead of hanging it (a dead or stuck
+  // peer): MPI prints the peers it waited for and aborts the world; the GPU transports throw a runtime
+  // error (NCCL aborts its communicators) and the runner aborts the world.
   double timeout_s = 300;
 };
 
@@ -48,6 +57,19 @@ class Transport {
   virtual void flush(int stream) = 0;
   // Blocks until every op posted on `stream` has completed.
   virtual void wait(int stream) = 0;
+  // Box ops (only where supports_boxes()): the same matching, ordering and completion as send/recv/
+  // broadcast, but the wire box (`wire_extent` elements of `elem_size` bytes) is described by where its
+  // parts lie in strided buffers instead of being packed into one contiguous buffer. A sender's (root's)
+  // pieces cover the whole box; a receiver's pieces are the parts it keeps (none: it only takes part in
+  // the op's synchronization and copies nothing). Both ends of an op must use box ops. The transport
+  // still only moves bytes: the executor decides the pieces. Others throw Error(Runtime).
+  virtual bool supports_boxes() const { return false; }
+  virtual void send_boxes(int stream, int group, int peer, const Dims& wire_extent, int elem_size,
+                          const std::vector<BoxPiece>& pieces);
+  virtual void recv_boxes(int stream, int group, int peer, const Dims& wire_extent, int elem_size,
+                          const std::vector<BoxPiece>& pieces);
+  virtual void broadcast_boxes(int stream, int group, int root, const Dims& wire_extent, int elem_size,
+                               const std::vector<BoxPiece>& pieces);
   // Largest single message the transport accepts (MPI: INT_MAX bytes).
   virtual int64_t max_message_bytes() const = 0;
   // GPU transports: the context their Memory must share (same device, same streams); null otherwise.

@@ -1,0 +1,89 @@
+// Destination layouts (docs/layouts.md): how the generation side stores each HF param. One contract,
+// one implementation per --gen-layout (hf, vllm, megatron):
+//
+//   planning:  DestinationLayout::assign(HF name, rule) -> StorageAssignment (storage name, how the
+//              param is fused into it), recorded per param in the plan (ParamPlan::dst_*);
+//   everyone:  DstMap, from the plan alone -> for a param on a dst rank, the pieces of its local box
+//              and where each lands (storage, offset).
+//
+// The planner, storage layout (dst_storages), static verify and the executor see a destination only
+// through these two, so a new destination is one more DestinationLayout. Pure, single-threaded.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reshard/core/error.h"
+#include "reshard/core/grouping.h"
+#include "reshard/core/plan.h"
+#include "reshard/core/rules.h"
+
+namespace reshard {
+
+// Where one bulk param lands on the generation side. Empty `storage`: its own tensor, named as the param.
+struct StorageAssignment {
+  std::string storage;  // local tensor name (with split_dim: the stem of "<storage><index>")
+  int fuse_dim = -1;    // dim along which the storage concatenates its members; -1: the param alone
+  int fuse_index = 0;   // canonical member order (gate 0, up 1; q 0, k 1, v 2)
+  int fuse_groups = 1;  // > 1: members interleave per group along fuse_dim (ParamPlan::dst_fuse_groups)
+  int split_dim = -1;   // >= 0: one storage per local index along this dim (ParamPlan::dst_split_dim)
+};
+
+class DestinationLayout {
+ public:
+  virtual ~DestinationLayout() = default;
+  virtual GenLayout kind() const = 0;
+  // True: gen experts live on their own (etp, ep, edp) mesh in Megatron's expert order, independent of
+  // tp; false: they use the tp axis (as ep when gen ep > 1, see docs/design.md).
+  virtual bool expert_mesh() const { return false; }
+  // Before classification: reads what the layout needs from the model (Megatron: the query groups of
+  // each attention layer). Every problem goes to `problems`.
+  virtual void prepare(const std::vector<LogicalParam>& params, const PlanOptions& options, Problems& problems) {}
+  // The storage of bulk param `name` (a grouped expert's logical name) of rank `ndim`, classified by `rule`.
+  virtual StorageAssignment assign(const std::string& name, const ParamRule& rule, int ndim) const = 0;
+};
+
+std::unique_ptr<DestinationLayout> make_destination_layout(GenLayout layout);
+
+// One piece of a param's local box on a dst rank: a global box and where it starts in one storage.
+struct DstPiece {
+  int storage = 0;  // index among the param's storages (0 unless dst_split_dim >= 0)
+  Box box;          // global region, inside the rank's dst box
+  Dims offset;      // where `box` starts inside the storage tensor
+};
+
+// The dst side of a plan: for each bulk param and dst mesh position, its pieces. Built from the plan's
+// dst_* fields alone (a decoded plan needs no DestinationLayout).
+class DstMap {
+ public:
+  explicit DstMap(const Plan& plan);
+
+  // The pieces of param p's dst box at dst mesh position `flat`: split index major, group minor.
+  std::vector<DstPiece> pieces(uint32_t p, int flat) const;
+  // The piece holding all of `box` (inside p's dst box at `flat`), with `offset` moved to box's origin;
+  // nullopt when `box` crosses a piece boundary (another expert, another group).
+  std::optional<DstPiece> locate(uint32_t p, int flat, const Box& box) const;
+  // The same, given p's dst box at `flat` (saves recomputing it per transfer).
+  std::optional<DstPiece> locate(uint32_t p, int flat, const Box& box, const Box& own) const;
+  // A param whose pieces are not one box per rank (split or interleaved).
+  bool piecewise(uint32_t p) const;
+  // Problems found while building (an interleave whose groups do not align with the dst shards).
+  const std::vector<std::string>& problems() const { return problems_; }
+
+  // "<dst_storage>" or, with dst_split_dim, "<dst_storage><index>".
+  static std::string storage_name(const ParamPlan& p, int index);
+
+ private:
+  // Per param: rows per group along the fuse dim, the member's origin within a group, the group stride;
+  // with one group, `origins` per dst flat (the running sum of earlier members' local extents).
+  struct Fuse {
+    int64_t rows = 0, origin = 0, stride = 0;
+    std::vector<int64_t> origins;
+  };
+  const Plan& plan_;
+  std::vector<Fuse> fuse_;
+  std::vector<std::string> problems_;
+};
+
+}  // namespace reshard
