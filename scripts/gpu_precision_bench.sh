@@ -9,7 +9,7 @@ ROOT=$(pwd)
 OUT=${OUT:?set OUT to the results folder}
 BUILD=${BUILD:-build-gpu}
 ITERS=${ITERS:-5}
-RUN_FLAGS=${RUN_FLAGS-"--batch-bytes 1Gi --staging-bytes 1Gi --batch-ops 512"}
+RUN_FLAGS=${RUN_FLAGS-"--batch-bytes 4Gi --staging-bytes 1Gi --batch-ops 4096"}
 WORK=$(mktemp -d)
 LOG=$OUT/gpu_precision.log
 : >"$LOG"
