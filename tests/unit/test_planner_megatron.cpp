@@ -155,7 +155,8 @@ TEST(Megatron, InterleavedQkvPerQueryGroup) {
   // tp=2: one group per rank: [q_g (32); k_g (8); v_g (8)].
   const Plan two = plan_reshard(small_model(), sys(2, "tp=2", 2, "tp=2"), megatron(BulkMode::All));
   expect_verifies(two);
-  const LocalStorage* qkv2 = storage(dst_storages(two, 3), "decoder.layers.1.self_attention.linear_qkv.weight");
+  const std::vector<LocalStorage> qkv2_all = dst_storages(two, 3);
+  const LocalStorage* qkv2 = storage(qkv2_all, "decoder.layers.1.self_attention.linear_qkv.weight");
   ASSERT_NE(qkv2, nullptr);
   EXPECT_EQ(qkv2->shape, (Dims{48, 32}));
 }
