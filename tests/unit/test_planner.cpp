@@ -5,6 +5,7 @@
 
 #include "reshard/core/grouping.h"
 #include "reshard/core/planner.h"
+#include "reshard/core/schedule.h"
 #include "reshard/core/stages.h"
 #include "reshard/core/stats.h"
 #include "reshard/core/verify.h"
@@ -86,6 +87,32 @@ TEST(Planner, SeedQwen3_30B_EP8PP2toTP8DP2) {
   EXPECT_NEAR(st.bulk_fraction * 100, 95.0, 0.05);
   VerifyReport v = verify_plan(plan);
   EXPECT_TRUE(v.ok()) << (v.problems.empty() ? "" : v.problems[0]);
+}
+
+}  // namespace
+}  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// Units go to stream (stage % streams) and are taken round-robin: stage 0 and 1 alternate.
+TEST(Schedule, WorkUnitsRoundRobinOverStageStreams) {
+  ModelMeta m;
+  m.name = "two-stage";
+  for (int l = 0; l < 4; ++l) m.tensors.push_back({"model.layers." + std::to_string(l) + ".mlp.up_proj.weight", {4, 4}, DType::BF16});
+  m.tensors.push_back({"model.norm.weight", {4}, DType::BF16});
+  Parallelism t, g;
+  t.pp = 2;
+  Plan plan = plan_reshard(m, sys(2, t, 1, g), PlanOptions{});
+  const std::vector<WorkUnit> two = work_units(plan, 2);
+  ASSERT_EQ(two.size(), 5u);  // 4 bulk params + 1 misc bucket
+  std::vector<int> streams;
+  for (const WorkUnit& u : two) streams.push_back(u.stream);
+  EXPECT_EQ(streams, (std::vector<int>{0, 1, 0, 1, 1}));
+  EXPECT_EQ(two[1].index, 2u);  // layer 2 is the first param of stage 1
+  EXPECT_TRUE(two.back().bucket);
+  const std::vector<WorkUnit> one = work_units(plan, 1);
+  for (size_t i = 0; i + 1 < one.size(); ++i) EXPECT_EQ(one[i].index, i);  // plan order
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "reshard/core/stats.h"
+#include "reshard/core/schedule.h"
 #include "reshard/core/units.h"
 
 namespace reshard {
@@ -101,37 +102,14 @@ class Walker {
   }
 
   void run(const Filter& f) {
-    const int streams = std::max(m_.streams, 1);
-    struct Unit {
-      bool bucket;
-      uint32_t index;
-    };
-    std::vector<std::vector<Unit>> queues(streams);
-    for (uint32_t p = 0; p < plan_.params.size(); ++p) {
-      const ParamPlan& param = plan_.params[p];
-      if (param.path == Path::Bulk) {
-        if ((f.transfers || f.fanouts) && (f.stage < 0 || f.stage == param.pp_stage))
-          queues[param.pp_stage % streams].push_back({false, p});
-      } else if (f.misc && param.bucket >= 0 && param.bucket < static_cast<int>(plan_.buckets.size())) {
-        const MiscBucket& b = plan_.buckets[param.bucket];
-        if (!b.params.empty() && b.params.front() == p)
-          queues[b.pp_stage % streams].push_back({true, static_cast<uint32_t>(param.bucket)});
+    for (const WorkUnit& u : work_units(plan_, m_.streams)) {
+      if (u.bucket) {
+        if (f.misc) bucket(u.index, u.stream);
+        continue;
       }
-    }
-    std::vector<size_t> next(streams, 0);
-    for (bool more = true; more;) {
-      more = false;
-      for (int s = 0; s < streams; ++s) {
-        if (next[s] >= queues[s].size()) continue;
-        const Unit u = queues[s][next[s]++];
-        more = true;
-        if (u.bucket) {
-          bucket(u.index, s);
-        } else {
-          if (f.transfers) transfers(u.index, s);
-          if (f.fanouts) fanouts(u.index, s);
-        }
-      }
+      if (f.stage >= 0 && f.stage != plan_.params[u.index].pp_stage) continue;
+      if (f.transfers) transfers(u.index, u.stream);
+      if (f.fanouts) fanouts(u.index, u.stream);
     }
     for (int r = 0; r < plan_.world(); ++r) flush(ranks_[r]);
   }

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "reshard/core/error.h"
+#include "reshard/core/schedule.h"
 
 namespace reshard {
 
@@ -84,33 +85,10 @@ class OpBuilder {
   }
 
   std::vector<Op> build() {
-    const int streams = std::max(o_.streams, 1);
-    // Units per stream, in plan order: a bulk param, or a misc bucket at its first param.
-    struct Unit {
-      bool bucket;
-      int index;
-    };
-    std::vector<std::vector<Unit>> queues(streams);
-    for (uint32_t p = 0; p < plan_.params.size(); ++p) {
-      const ParamPlan& param = plan_.params[p];
-      if (param.path == Path::Bulk) {
-        queues[param.pp_stage % streams].push_back({false, static_cast<int>(p)});
-      } else if (param.bucket >= 0 && param.bucket < static_cast<int>(plan_.buckets.size())) {
-        const MiscBucket& b = plan_.buckets[param.bucket];
-        if (!b.params.empty() && b.params.front() == p) queues[b.pp_stage % streams].push_back({true, param.bucket});
-      }
-    }
-    std::vector<size_t> next(streams, 0);
-    for (bool more = true; more;) {
-      more = false;
-      for (int s = 0; s < streams; ++s) {
-        if (next[s] >= queues[s].size()) continue;
-        const Unit u = queues[s][next[s]++];
-        more = true;
-        if (u.bucket) add_bucket(u.index, s);
-        else if (o_.algo == Algo::Reshard) add_reshard_param(u.index, s);
-        else add_golden_param(u.index, s);
-      }
+    for (const WorkUnit& u : work_units(plan_, o_.streams)) {
+      if (u.bucket) add_bucket(static_cast<int>(u.index), u.stream);
+      else if (o_.algo == Algo::Reshard) add_reshard_param(u.index, u.stream);
+      else add_golden_param(u.index, u.stream);
     }
     return std::move(ops_);
   }

@@ -1,0 +1,22 @@
+// The order in which every rank walks a plan's work. A unit is one bulk param (its transfers, then
+// its fan-outs) or one misc bucket (placed at its first param); a unit goes to stream
+// (train PP stage % streams) and units are taken round-robin over the streams. Every rank derives
+// the same order from the plan alone: the executor's deadlock-freedom argument rests on it, and the
+// simulator walks the same order so that its batches mirror the executor's.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "reshard/core/plan.h"
+
+namespace reshard {
+
+struct WorkUnit {
+  bool bucket = false;  // index is a misc bucket; else a bulk param
+  uint32_t index = 0;
+  int stream = 0;
+};
+
+std::vector<WorkUnit> work_units(const Plan& plan, int streams);
+
+}  // namespace reshard

@@ -1,0 +1,34 @@
+#include "reshard/core/schedule.h"
+
+#include <algorithm>
+
+namespace reshard {
+
+std::vector<WorkUnit> work_units(const Plan& plan, int streams) {
+  streams = std::max(streams, 1);
+  std::vector<std::vector<WorkUnit>> queues(streams);
+  for (uint32_t p = 0; p < plan.params.size(); ++p) {
+    const ParamPlan& param = plan.params[p];
+    if (param.path == Path::Bulk) {
+      const int s = param.pp_stage % streams;
+      queues[s].push_back({false, p, s});
+    } else if (param.bucket >= 0 && param.bucket < static_cast<int>(plan.buckets.size())) {
+      const MiscBucket& b = plan.buckets[param.bucket];
+      const int s = b.pp_stage % streams;
+      if (!b.params.empty() && b.params.front() == p) queues[s].push_back({true, static_cast<uint32_t>(param.bucket), s});
+    }
+  }
+  std::vector<WorkUnit> order;
+  std::vector<size_t> next(streams, 0);
+  for (bool more = true; more;) {
+    more = false;
+    for (int s = 0; s < streams; ++s) {
+      if (next[s] >= queues[s].size()) continue;
+      order.push_back(queues[s][next[s]++]);
+      more = true;
+    }
+  }
+  return order;
+}
+
+}  // namespace reshard
