@@ -336,7 +336,10 @@ ModelMeta parse_model_json(std::string_view text, const std::string& origin) {
   }
   m.tensors.reserve(params.size());
   for (const std::string& name : wrapped ? parsed.section_keys : parsed.top_keys) {
+    // A key the scan saw may be missing from the document when a duplicate "params" object
+    // replaced an earlier one; the duplicate is already a reported problem.
     const auto it = params.find(name);
+    if (it == params.end()) continue;
     if (std::optional<TensorMeta> t = parse_tensor(name, *it, problems)) m.tensors.push_back(std::move(*t));
   }
   if (params.empty()) problems.add("no tensors found");
