@@ -87,8 +87,14 @@ class PlanSax final : public json::json_sax_t {
   }
   bool binary(binary_t&) override { return fail(where(), "binary strings are not part of a plan"); }
 
+  // A plan nests about ten levels deep. Stopping far deeper inputs here also bounds the recursion of
+  // nlohmann's CBOR reader, which would otherwise overflow the stack on a hostile file.
+  static constexpr size_t kMaxDepth = 64;
+  bool too_deep() { return fail(where(), "nested more than " + std::to_string(kMaxDepth) + " levels deep"); }
+
   bool start_object(std::size_t) override {
     if (armed_ || level_ > 0) return unexpected();
+    if (stack_.size() >= kMaxDepth) return too_deep();
     json* v = place(json::object());
     stack_.push_back(v);
     return true;
@@ -134,6 +140,7 @@ class PlanSax final : public json::json_sax_t {
       return true;
     }
     if (level_ == 3) return fail(record_path(), shape_message());
+    if (stack_.size() >= kMaxDepth) return too_deep();
     json* v = place(json::array());
     if (stack_.size() == 1 && key_ == "params") params_ = v;
     stack_.push_back(v);
