@@ -1,9 +1,9 @@
 # CUDA part of reshard::exec: device kernels for region ops. Included by lib/exec/CMakeLists.txt when
 # RESHARD_HAVE_CUDA (the top level has already found CUDAToolkit and enabled the CUDA language).
 # Host-side CUDA code lives in src/*.cpp guarded by RESHARD_HAVE_CUDA (cuda_memory, cuda_context,
-# cuda_ipc_transport, nccl_transport), so only kernels are listed here.
-target_sources(reshard_exec PRIVATE ${CMAKE_CURRENT_LIST_DIR}/src/cuda_region_ops.cu
-                                    ${CMAKE_CURRENT_LIST_DIR}/src/cuda_quantize.cu)
+# cuda_ipc_transport, nccl_transport), so only kernels (src/*.cu) are compiled here.
+file(GLOB RESHARD_EXEC_KERNELS CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/src/*.cu)
+target_sources(reshard_exec PRIVATE ${RESHARD_EXEC_KERNELS})
 target_link_libraries(reshard_exec PUBLIC CUDA::cudart)
 target_compile_definitions(reshard_exec PUBLIC RESHARD_HAVE_CUDA=1)
 if(DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT CMAKE_CUDA_ARCHITECTURES STREQUAL "")

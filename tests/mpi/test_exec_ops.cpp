@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "reshard/core/fp8_block.h"
 #include "reshard/core/model.h"
 #include "reshard/core/pattern.h"
 #include "reshard/core/planner.h"
@@ -81,6 +82,34 @@ void expect_matching_ops(const Plan& plan, const OpListOptions& o) {
   EXPECT_EQ(sends, recvs);
   for (const auto& [g, seqs] : bcasts)
     for (const auto& seq : seqs) EXPECT_EQ(seq, seqs.front()) << "group " << g;
+}
+
+// A block-FP8 shard with block boundaries inside it, dequantized on the host, is exactly the
+// dequant pattern of its global box (what destinations are checked against), and the check counts
+// every flipped byte.
+TEST(HostRegionOps, DequantShardMatchesTheGlobalDequantPattern) {
+  const Dims shape{2, 300, 260};
+  const Box shard{Dims{1, 100, 7}, Dims{1, 150, 250}};
+  const uint64_t seed = param_seed("w"), scale_seed = block_scale_seed(seed);
+  auto memory = make_host_memory();
+  std::vector<uint8_t> values(static_cast<size_t>(shard.extent.product()));
+  host_fill_pattern(values.data(), RegionSpec{shard.extent, Dims::zeros(3), shard.extent, shape, shard.offset, 1, seed, true});
+  std::vector<float> scales(static_cast<size_t>(fp8_block_cover(shard).extent.product()));
+  EXPECT_EQ(scales.size(), 1u * 3u * 2u);  // rows 100..249 touch 2 blocks, cols 7..256 touch 3
+  host_fill_block_scales(scales.data(), shape, shard, scale_seed);
+  std::vector<uint16_t> bf16(values.size());
+  memory->dequant_block_fp8(values.data(), scales.data(), shard.extent, shard.offset, bf16.data(), 0);
+
+  RegionSpec want{shard.extent, Dims::zeros(3), shard.extent, shape, shard.offset, 2, seed, false};
+  want.dequant = true;
+  want.scale_seed = scale_seed;
+  EXPECT_EQ(host_count_wrong(bf16.data(), want), 0);
+  std::vector<uint16_t> filled(bf16.size());
+  host_fill_pattern(filled.data(), want);
+  EXPECT_EQ(filled, bf16);
+  bf16[12345] ^= 0x0101;
+  bf16[0] ^= 0x8000;
+  EXPECT_EQ(host_count_wrong(bf16.data(), want), 3);
 }
 
 TEST(OpLists, SendsMatchReceivesAndBroadcastsAgree) {

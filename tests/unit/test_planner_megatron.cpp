@@ -215,10 +215,23 @@ TEST(Megatron, BlockFp8PlannedAsLogicalBf16) {
     EXPECT_EQ(p.src_dequant, p.name != "model.norm.weight") << p.name;
   }
   EXPECT_EQ(param(plan, "model.layers.0.self_attn.o_proj.weight").path, Path::Misc);
-  // Round trip keeps the flag; the executor refuses it on every rank alike (not implemented yet).
+  // Round trip keeps the flag; the sources hold e4m3 shards plus the float32 blocks they touch.
   const Plan back = decode_plan(encode_plan(plan, PlanFormat::Json), "p.json");
   EXPECT_TRUE(back.params[0].src_dequant);
-  EXPECT_THROW(src_storages(back, 2), Error);
+  for (const LocalStorage& s : src_storages(back, 1)) {
+    const bool fp8 = plan.params[s.members[0].param].src_dequant;
+    EXPECT_EQ(s.block_fp8, fp8) << s.name;
+    EXPECT_EQ(s.dtype, fp8 ? DType::F8_E4M3 : DType::BF16) << s.name;
+    if (fp8) {
+      EXPECT_EQ(s.scale_bytes(), s.scale_shape.product() * 4) << s.name;
+    }
+    EXPECT_FALSE(s.mxfp8()) << s.name;
+  }
+  // gate_proj [256, 128] over tp 2: rank 1 holds rows 128..255, i.e. scale block row 1 only.
+  for (const LocalStorage& s : src_storages(back, 1))
+    if (s.name == "model.layers.0.mlp.gate_proj.weight") {
+      EXPECT_EQ(s.scale_shape, (Dims{1, 1}));
+    }
 
   PlanOptions fp8 = megatron();
   fp8.gen_precision = GenPrecision::Fp8;
@@ -230,7 +243,7 @@ TEST(Megatron, BlockFp8PlannedAsLogicalBf16) {
   }
 }
 
-TEST(Megatron, Mxfp8DenseOkPerExpertRefused) {
+TEST(Megatron, Mxfp8DenseAndPerExpert) {
   PlanOptions o = megatron();
   o.gen_precision = GenPrecision::Mxfp8;
   ModelMeta dense;
@@ -248,12 +261,17 @@ TEST(Megatron, Mxfp8DenseOkPerExpertRefused) {
     for (const char* proj : {"gate_proj", "up_proj", "down_proj"})
       moe.tensors.push_back({"model.layers.1.mlp.experts." + std::to_string(e) + "." + proj + ".weight",
                              proj[0] == 'd' ? Dims{32, 64} : Dims{64, 32}, DType::BF16});
-  try {
-    plan_reshard(moe, sys(2, "ep=2", 2, "tp=1,ep=2"), o);
-    FAIL() << "expected a config error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("lands in per-expert storages"), std::string::npos) << e.what();
-  }
+  // Per-expert storages quantize per member: each expert tensor has its own scale tensor.
+  const Plan per_expert = plan_reshard(moe, sys(2, "ep=2", 2, "tp=1,ep=2"), o);
+  expect_verifies(per_expert);
+  std::vector<std::string> scales;
+  for (const LocalStorage& s : dst_storages(per_expert, 3))
+    if (s.mxfp8() && s.name.find("experts") != std::string::npos) {
+      EXPECT_EQ(s.scale_name, s.name + "_scale");
+      EXPECT_EQ(s.scale_shape[s.scale_shape.n - 1] * 32, s.shape[s.shape.n - 1]) << s.name;
+      scales.push_back(s.scale_name);
+    }
+  EXPECT_EQ(scales.size(), 2u);  // fc1 and fc2 of rank 3's one local expert
 }
 
 TEST(Megatron, PlanRoundTripAndCorruptStorageCaught) {

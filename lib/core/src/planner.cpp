@@ -270,7 +270,6 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
                                : "";
   for (const std::string& p : dst_map.problems())
     problems.add("--gen-layout " + std::string(to_string(options.gen_layout)) + ": " + p + hint);
-  check_piecewise_precision(plan, problems);
   problems.throw_if_any("invalid reshard configuration:");
   name_scale_storages(plan);
   plan_bulk_transfers(plan);

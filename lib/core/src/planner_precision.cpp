@@ -90,7 +90,7 @@ GenPrecision check_precision_pair(const std::vector<LogicalParam> &params,
     }
     Dims want = p.shape;
     for (int d = p.shape.n - 2; d < p.shape.n; ++d)
-      want[d] = (p.shape[d] + kFp8Block - 1) / kFp8Block;
+      want[d] = (p.shape[d] + kFp8BlockEdge - 1) / kFp8BlockEdge;
     if (it == by_name.end()) {
       problems.add(p.name + ": float8_e4m3fn weight has no float32 " + sname +
                    " sibling of shape " + want.str() +
@@ -153,7 +153,7 @@ void apply_precision(Plan &plan, GenPrecision gen,
         for (int d = weight.shape.n - 2; d < weight.shape.n; ++d) {
           std::vector<int64_t> bad;
           for (int64_t b : inner_boundaries(*layout, weight.shape, d))
-            if (b % kFp8Block != 0)
+            if (b % kFp8BlockEdge != 0)
               bad.push_back(b);
           if (!bad.empty())
             problems.add("--scales bulk: " + weight.name + ": " + side +
@@ -198,19 +198,6 @@ bool drop_source_scales(std::vector<LogicalParam> &params) {
       kept.push_back(std::move(params[i]));
   params = std::move(kept);
   return fp8;
-}
-
-void check_piecewise_precision(const Plan &plan, Problems &problems) {
-  const DstMap map(plan);
-  for (uint32_t i = 0; i < plan.params.size(); ++i) {
-    const ParamPlan &p = plan.params[i];
-    if (p.mxfp8 && map.piecewise(i))
-      problems.add("--gen-precision mxfp8: " + p.name + " lands in " +
-                   (p.dst_split_dim >= 0 ? "per-expert" : "interleaved") +
-                   " storages (" + p.dst_storage +
-                   "), which the quantize-on-receive path does not support yet "
-                   "(one BF16 landing per param)");
-  }
 }
 
 void name_scale_storages(Plan &plan) {

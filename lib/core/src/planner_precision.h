@@ -5,13 +5,11 @@
 #include <vector>
 
 #include "reshard/core/error.h"
+#include "reshard/core/fp8_block.h"
 #include "reshard/core/grouping.h"
 #include "reshard/core/plan.h"
 
 namespace reshard {
-
-inline constexpr int64_t kFp8Block =
-    128; // block-FP8 weight_scale_inv: one scale per 128 x 128
 
 // The resolved generation precision (never Auto). Checks the pair and every
 // e4m3 weight's float32
@@ -36,11 +34,8 @@ void apply_precision(Plan &plan, GenPrecision gen,
 // which dequantizes); true when the model has e4m3 weights.
 bool drop_source_scales(std::vector<LogicalParam> &params);
 
-// After fused storages are final: MXFP8 params must land in one piece per rank (the executor
-// quantizes one landing per param), so per-expert and interleaved storages are refused.
-void check_piecewise_precision(const Plan &plan, Problems &problems);
-
-// After fused storages are final: the MXFP8 scale storage names.
+// After fused storages are final: the MXFP8 scale storage names (per-expert storages "<dst_storage><i>"
+// get "<dst_storage><i>_scale", storage.cpp).
 void name_scale_storages(Plan &plan);
 
 } // namespace reshard

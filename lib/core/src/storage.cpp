@@ -3,31 +3,41 @@
 #include <map>
 
 #include "reshard/core/dst_layout.h"
+#include "reshard/core/fp8_block.h"
 #include "reshard/core/mxfp8.h"
 
 namespace reshard {
+
+namespace {
+
+// A source storage holding `box` of param i whole: as planned, or block-FP8 (e4m3 + float32 scales)
+// for a src_dequant param.
+LocalStorage src_storage(const ParamPlan& p, uint32_t i, const Box& box) {
+  LocalStorage s{p.name, p.dtype, box.extent, {StorageMember{i, box, Dims::zeros(p.shape.n)}}, {}, {}};
+  if (p.src_dequant) {
+    if (p.shape.n < 2) throw config_error("param " + p.name + ": block-FP8 needs at least 2 dims, got " + p.shape.str());
+    s.dtype = DType::F8_E4M3;
+    s.block_fp8 = true;
+    s.scale_name = p.name + "_scale_inv";
+    s.scale_shape = fp8_block_cover(box).extent;
+  }
+  return s;
+}
+
+}  // namespace
 
 std::vector<LocalStorage> src_storages(const Plan& plan, int rank) {
   std::vector<LocalStorage> out;
   for (uint32_t i = 0; i < plan.params.size(); ++i) {
     const ParamPlan& p = plan.params[i];
-    // Planned and verified statically, but the executor cannot dequantize on the source yet. Every
-    // rank gets here (whatever it holds), so all of them refuse alike.
-    if (p.src_dequant)
-      throw config_error("param " + p.name + ": the plan dequantizes block-FP8 on the source (src_dequant, a "
-                         "Megatron destination); the executor does not implement that yet (docs/precision.md)");
     if (p.path != Path::Bulk) continue;
     const int f = p.src.mesh.flat_index_of_rank(rank);
     if (f < 0) continue;
-    const Box b = p.src.local_box(p.shape, f);
-    out.push_back(LocalStorage{p.name, p.dtype, b.extent, {StorageMember{i, b, Dims::zeros(p.shape.n)}}, {}, {}});
+    out.push_back(src_storage(p, i, p.src.local_box(p.shape, f)));
   }
   for (const MiscBucket& bucket : plan.buckets) {
     if (bucket.root != rank) continue;
-    for (uint32_t i : bucket.params) {
-      const ParamPlan& p = plan.params[i];
-      out.push_back(LocalStorage{p.name, p.dtype, p.shape, {StorageMember{i, full_box(p.shape), Dims::zeros(p.shape.n)}}, {}, {}});
-    }
+    for (uint32_t i : bucket.params) out.push_back(src_storage(plan.params[i], i, full_box(plan.params[i].shape)));
   }
   return out;
 }
@@ -57,7 +67,7 @@ std::vector<LocalStorage> dst_storages(const Plan& plan, int rank) {
       for (int d = 0; d < p.shape.n; ++d) s.shape[d] = std::max(s.shape[d], piece.offset[d] + piece.box.extent[d]);
       if (p.mxfp8) {
         s.dtype = DType::F8_E4M3;
-        s.scale_name = p.scale_storage;
+        s.scale_name = p.dst_split_dim >= 0 ? name + "_scale" : p.scale_storage;
       }
     }
   }

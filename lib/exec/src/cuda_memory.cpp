@@ -9,6 +9,7 @@
 #include "cuda_check.h"
 #include "cuda_context.h"
 #include "reshard/core/error.h"
+#include "reshard/exec/cuda_dequant.h"
 #include "reshard/exec/cuda_quantize.h"
 #include "reshard/exec/cuda_region_ops.h"
 #include "reshard/exec/memory.h"
@@ -66,10 +67,14 @@ class CudaMemory final : public Memory {
   void memset(void* p, uint8_t value, int64_t bytes) override {
     RESHARD_CUDA_CHECK(cudaMemsetAsync(p, value, static_cast<size_t>(bytes), s0()));
   }
-  void fill_pattern(void* storage, const RegionSpec& r) override { cuda_fill_pattern(storage, r, s0()); }
+  void fill_pattern(void* storage, const RegionSpec& r) override {
+    if (r.dequant) throw runtime_error("fill_pattern: dequantized BF16 regions are only checked on the device");
+    cuda_fill_pattern(storage, r, s0());
+  }
   int64_t count_wrong(const void* storage, const RegionSpec& r) override {
     RESHARD_CUDA_CHECK(cudaMemsetAsync(counter_, 0, sizeof *counter_, s0()));
-    cuda_count_wrong(storage, r, counter_, s0());
+    if (r.dequant) cuda_count_wrong_dequant(storage, r, counter_, s0());
+    else cuda_count_wrong(storage, r, counter_, s0());
     return read_counter();
   }
   void copy_box(const void* src, const Dims& src_shape, const Dims& src_offset, void* dst, const Dims& dst_shape,
@@ -88,6 +93,14 @@ class CudaMemory final : public Memory {
   void quantize_mxfp8(const void* bf16, const Dims& extent, void* values, void* scales, const Dims& shape,
                       const Dims& offset, int stream) override {
     cuda_quantize_mxfp8(bf16, extent, values, scales, shape, offset, ctx_->stream(stream));
+  }
+  void dequant_block_fp8(const void* values, const void* scales, const Dims& extent, const Dims& global_offset,
+                         void* out, int stream) override {
+    cuda_dequant_block_fp8(values, scales, extent, global_offset, out, ctx_->stream(stream));
+  }
+  void upload(void* dst, const void* host, int64_t bytes) override {
+    RESHARD_CUDA_CHECK(cudaMemcpyAsync(dst, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, s0()));
+    RESHARD_CUDA_CHECK(cudaStreamSynchronize(s0()));
   }
   void download(void* host, const void* src, int64_t bytes) override {
     RESHARD_CUDA_CHECK(cudaMemcpyAsync(host, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, s0()));

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "reshard/core/error.h"
+#include "reshard/core/fp8_block.h"
 #include "reshard/core/mxfp8.h"
 #include "reshard/core/pattern.h"
 
@@ -12,14 +13,27 @@ namespace {
 
 int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
-RegionSpec region(const Plan& plan, const LocalStorage& s, const StorageMember& m) {
+// A storage member's pattern region: the storage's own element type on sources (e4m3 for block-FP8),
+// the param's on destinations, which hold block-FP8 params dequantized (RegionSpec::dequant).
+RegionSpec region(const Plan& plan, const LocalStorage& s, const StorageMember& m, bool src) {
   const ParamPlan& p = plan.params[m.param];
-  return RegionSpec{s.shape,      m.offset,           m.box.extent,
-                    p.shape,      m.box.offset,       dtype_size(p.dtype),
-                    param_seed(p.name), p.dtype == DType::F8_E4M3};
+  const DType type = src ? s.dtype : p.dtype;
+  RegionSpec r{s.shape, m.offset, m.box.extent, p.shape, m.box.offset, dtype_size(type), param_seed(p.name),
+               type == DType::F8_E4M3};
+  if (!src && p.src_dequant) {
+    r.dequant = true;
+    r.scale_seed = block_scale_seed(r.seed);
+  }
+  return r;
 }
 
-bool lands(const Op& op) { return !op.pieces.empty() && op.pieces[0].landing; }
+// The distinct landings an op's pieces go through (usually none or one).
+std::vector<int> landings_of(const Op& op) {
+  std::vector<int> out;
+  for (const Piece& p : op.pieces)
+    if (p.landing >= 0 && std::find(out.begin(), out.end(), p.landing) == out.end()) out.push_back(p.landing);
+  return out;
+}
 
 }  // namespace
 
@@ -53,38 +67,42 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
       if (!boxed(op, static_cast<Algo>(a)) && !op.direct()) staged += align64(op.bytes());
     want = std::max(want, staged);
   }
-  // MXFP8 landings: one per param this rank holds, each must fit the pool on its own.
-  landing_at_.assign(plan.params.size(), -1);
-  landing_pending_.assign(plan.params.size(), 0);
-  landing_bytes_.assign(plan.params.size(), 0);
-  int64_t landing_total = 0, landing_max = 0;
-  for (const LocalStorage& s : storages_.dst) {
-    if (!s.mxfp8()) continue;
-    for (const StorageMember& m : s.members) {
-      const int64_t b = align64(m.box.elements() * dtype_size(plan.params[m.param].dtype));
-      landing_bytes_[m.param] = b;
-      mx_params_.push_back(m.param);
-      landing_total += b;
-      landing_max = std::max(landing_max, b);
-      if (b > options_.staging_bytes)
-        throw config_error("param " + plan.params[m.param].name + ": its BF16 landing of " + std::to_string(b) +
-                           " bytes on rank " + std::to_string(rank) + " exceeds --staging-bytes " +
-                           std::to_string(options_.staging_bytes) +
-                           " (MXFP8 shards land whole before they are quantized); raise --staging-bytes");
+  // Landings (MXFP8 members, block-FP8 sources): the landings of any one op must fit --staging-bytes
+  // together; the pool holds that much, or all of them when they fit the flag.
+  const size_t landings = storages_.landings.size();
+  landing_at_.assign(landings, -1);
+  landing_pending_.assign(landings, 0);
+  int64_t landing_total = 0, landing_need = 0;
+  for (const Landing& l : storages_.landings) landing_total += align64(l.bytes());
+  for (int a = 0; a < 2 && landings > 0; ++a)
+    for (const Op& op : ops_[a]) {
+      int64_t need = 0;
+      for (int l : landings_of(op)) need += align64(storages_.landings[l].bytes());
+      landing_need = std::max(landing_need, need);
+      if (need > options_.staging_bytes)
+        throw config_error("param " + plan.params[op.param].name + ": its BF16 landing" +
+                           (landings_of(op).size() > 1 ? "s (one op touches several)" : "") + " of " +
+                           std::to_string(need) + " bytes on rank " + std::to_string(rank) +
+                           " exceed --staging-bytes " + std::to_string(options_.staging_bytes) +
+                           " (MXFP8 shards land whole before they are quantized, block-FP8 shards are "
+                           "dequantized whole before they are sent); raise --staging-bytes");
     }
-  }
   try {
-    for (const LocalStorage& s : storages_.src) src_buf_.push_back(memory_.alloc(s.bytes()));
+    for (const LocalStorage& s : storages_.src) {
+      src_buf_.push_back(memory_.alloc(s.bytes()));
+      src_scale_buf_.push_back(s.block_fp8 ? memory_.alloc(s.scale_bytes()) : nullptr);
+    }
     for (const LocalStorage& s : storages_.dst) {
       dst_buf_.push_back(memory_.alloc(s.bytes()));
       dst_scale_buf_.push_back(s.mxfp8() ? memory_.alloc(s.scale_bytes()) : nullptr);
     }
     staging_size_ = std::min(want, options_.staging_bytes);
     if (staging_size_ > 0) staging_ = memory_.alloc(staging_size_);
-    landing_size_ = std::max(landing_max, std::min(landing_total, options_.staging_bytes));
+    landing_size_ = std::max(landing_need, std::min(landing_total, options_.staging_bytes));
     if (landing_size_ > 0) landing_ = memory_.alloc(landing_size_);
   } catch (...) {
     for (void* p : src_buf_) memory_.free(p);
+    for (void* p : src_scale_buf_) memory_.free(p);
     for (void* p : dst_buf_) memory_.free(p);
     for (void* p : dst_scale_buf_) memory_.free(p);
     if (staging_) memory_.free(staging_);
@@ -94,6 +112,7 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
 
 Executor::~Executor() {
   for (void* p : src_buf_) memory_.free(p);
+  for (void* p : src_scale_buf_) memory_.free(p);
   for (void* p : dst_buf_) memory_.free(p);
   for (void* p : snapshot_) memory_.free(p);
   for (void* p : dst_scale_buf_) memory_.free(p);
@@ -103,8 +122,16 @@ Executor::~Executor() {
 }
 
 void Executor::fill_sources() {
-  for (size_t i = 0; i < storages_.src.size(); ++i)
-    for (const StorageMember& m : storages_.src[i].members) memory_.fill_pattern(src_buf_[i], region(plan_, storages_.src[i], m));
+  for (size_t i = 0; i < storages_.src.size(); ++i) {
+    const LocalStorage& s = storages_.src[i];
+    for (const StorageMember& m : s.members) memory_.fill_pattern(src_buf_[i], region(plan_, s, m, true));
+    if (!s.block_fp8) continue;
+    const StorageMember& m = s.members.at(0);
+    std::vector<float> scales(static_cast<size_t>(s.scale_shape.product()));
+    host_fill_block_scales(scales.data(), plan_.params[m.param].shape, m.box,
+                           block_scale_seed(param_seed(plan_.params[m.param].name)));
+    memory_.upload(src_scale_buf_[i], scales.data(), s.scale_bytes());
+  }
   memory_.sync(-1);
 }
 
@@ -117,7 +144,7 @@ void Executor::poison_destinations() {
 }
 
 void* Executor::storage_base(const Op& op, const Piece& p) const {
-  if (p.landing) return static_cast<uint8_t*>(landing_) + landing_at_[op.param];
+  if (p.landing >= 0) return static_cast<uint8_t*>(landing_) + landing_at_[p.landing];
   return op.src_side ? src_buf_[p.storage] : dst_buf_[p.storage];
 }
 
@@ -125,25 +152,58 @@ void* Executor::storage_ptr(const Op& op, const Piece& p) const {
   return static_cast<uint8_t*>(storage_base(op, p)) + linear_index(p.storage_offset, p.storage_shape) * op.elem_size;
 }
 
-// Opens the landing of `param`; ends the batch first when the pool is too full (the params of the
-// batch then complete and their landings are released).
-void Executor::open_landing(uint32_t param, Batch& batch) {
-  const int64_t bytes = landing_bytes_[param];
-  if (landing_used_ + bytes > landing_size_ && !batch.ops.empty()) post_batch(batch);
-  if (landing_used_ + bytes > landing_size_)
-    throw runtime_error("MXFP8 landing of " + plan_.params[param].name + " (" + std::to_string(bytes) +
-                        " bytes) does not fit the landing pool of " + std::to_string(landing_size_) + " bytes");
-  landing_at_[param] = landing_used_;
-  landing_used_ += bytes;
+// First fit in the landing pool among the open landings; -1 when no gap holds `bytes`.
+int64_t Executor::landing_gap(int64_t bytes) const {
+  std::vector<std::pair<int64_t, int64_t>> used;  // (begin, end)
+  for (int l : open_landings_) used.emplace_back(landing_at_[l], landing_at_[l] + align64(storages_.landings[l].bytes()));
+  std::sort(used.begin(), used.end());
+  int64_t at = 0;
+  for (const auto& [begin, end] : used) {
+    if (begin - at >= bytes) return at;
+    at = std::max(at, end);
+  }
+  return landing_size_ - at >= bytes ? at : -1;
 }
 
-void Executor::quantize_landing(uint32_t param, int stream) {
-  const auto [st, mi] = storages_.dst_of_param[param].front();
-  const LocalStorage& s = storages_.dst[st];
-  const StorageMember& m = s.members[mi];
-  memory_.quantize_mxfp8(static_cast<uint8_t*>(landing_) + landing_at_[param], m.box.extent, dst_buf_[st],
-                         dst_scale_buf_[st], s.shape, m.offset, stream);
-  landing_at_[param] = -1;
+// Opens the landings of `op` that are closed: ends the batch first when the pool is too full (the ops
+// of the batch then complete and release theirs), and dequantizes block-FP8 sources into theirs on
+// the op's stream (ordered before the op's copies and sends).
+void Executor::open_landings(const Op& op, Batch& batch) {
+  for (int l : landings_of(op)) {
+    if (landing_at_[l] >= 0) continue;
+    const int64_t bytes = align64(storages_.landings[l].bytes());
+    int64_t at = landing_gap(bytes);
+    if (at < 0 && !batch.ops.empty()) {
+      post_batch(batch);
+      at = landing_gap(bytes);
+    }
+    if (at < 0)
+      throw runtime_error("BF16 landing of " + plan_.params[storages_.landings[l].param].name + " (" +
+                          std::to_string(bytes) + " bytes) does not fit the landing pool of " +
+                          std::to_string(landing_size_) + " bytes beside the " +
+                          std::to_string(open_landings_.size()) + " landing(s) still open; raise --staging-bytes");
+    landing_at_[l] = at;
+    open_landings_.push_back(l);
+    const Landing& land = storages_.landings[l];
+    if (!land.src_side) continue;
+    const StorageMember& m = storages_.src[land.storage].members[land.member];
+    memory_.dequant_block_fp8(src_buf_[land.storage], src_scale_buf_[land.storage], m.box.extent, m.box.offset,
+                              static_cast<uint8_t*>(landing_) + landing_at_[l], op.stream);
+  }
+}
+
+// After the last op through landing `l` completed: an MXFP8 member is quantized into its storage (on
+// `stream`, after the batch's unpacks); either way its space is released.
+void Executor::close_landing(int l, int stream) {
+  const Landing& land = storages_.landings[l];
+  if (!land.src_side) {
+    const LocalStorage& s = storages_.dst[land.storage];
+    const StorageMember& m = s.members[land.member];
+    memory_.quantize_mxfp8(static_cast<uint8_t*>(landing_) + landing_at_[l], m.box.extent, dst_buf_[land.storage],
+                           dst_scale_buf_[land.storage], s.shape, m.offset, stream);
+  }
+  landing_at_[l] = -1;
+  open_landings_.erase(std::find(open_landings_.begin(), open_landings_.end(), l));
 }
 
 void Executor::run(Algo algo) {
@@ -171,13 +231,11 @@ bool Executor::boxed(const Op& op, Algo algo) const {
 void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
   Batch batch;
   batch.streams.assign(options_.streams, false);
-  landing_used_ = 0;  // every landing was released when the previous op list finished
-  for (uint32_t p : mx_params_) {
-    landing_pending_[p] = 0;
-    landing_at_[p] = -1;
-  }
+  open_landings_.clear();  // every landing was released when the previous op list finished
+  std::fill(landing_at_.begin(), landing_at_.end(), -1);
+  std::fill(landing_pending_.begin(), landing_pending_.end(), 0);
   for (const Op* op : ops)
-    if (lands(*op)) ++landing_pending_[op->param];
+    for (int l : landings_of(*op)) ++landing_pending_[l];
   for (const Op* op : ops) {
     const bool box = boxed(*op, algo);
     const int64_t staged = box || op->direct() ? 0 : align64(op->bytes());
@@ -191,7 +249,7 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
     if (staged > staging_size_)
       throw runtime_error("op of " + std::to_string(op->bytes()) + " bytes does not fit staging of " +
                           std::to_string(staging_size_) + " bytes");
-    if (lands(*op) && landing_at_[op->param] < 0) open_landing(op->param, batch);
+    open_landings(*op, batch);
 
     const bool sends = op->kind == OpKind::Send || (op->kind == OpKind::Broadcast && op->root);
     void* wire = nullptr;  // stays null for box ops
@@ -257,19 +315,11 @@ void Executor::post_batch(Batch& batch) {
                        storage_base(op, p),
                        p.storage_shape, p.storage_offset, p.extent, op.elem_size, op.stream);
   }
-  // MXFP8: params whose last op on this rank just completed are quantized (after their unpacks, on
-  // the same stream) and release their landing.
-  bool quantized = false;
+  // Landings whose last op on this rank just completed close (MXFP8: quantized after their unpacks,
+  // on the same stream); their space is free for the next ones.
   for (const Op* op : batch.ops)
-    if (lands(*op) && --landing_pending_[op->param] == 0) {
-      quantize_landing(op->param, op->stream);
-      quantized = true;
-    }
-  if (quantized) {
-    bool open = false;
-    for (uint32_t p : mx_params_) open = open || landing_at_[p] >= 0;
-    if (!open) landing_used_ = 0;
-  }
+    for (int l : landings_of(*op))
+      if (--landing_pending_[l] == 0) close_landing(l, op->stream);
   memory_.sync(-1);
   ++batches_;
   batch.ops.clear();
@@ -287,7 +337,7 @@ std::vector<int64_t> Executor::count_wrong() {
       continue;
     }
     for (const StorageMember& m : storages_.dst[i].members)
-      wrong[m.param] += memory_.count_wrong(dst_buf_[i], region(plan_, storages_.dst[i], m));
+      wrong[m.param] += memory_.count_wrong(dst_buf_[i], region(plan_, storages_.dst[i], m, false));
   }
   return wrong;
 }
@@ -307,8 +357,13 @@ int64_t Executor::count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong)
     const Dims scale_extent = mxfp8_scale_shape(extent);
     const int64_t n = extent.product();
     std::vector<uint16_t> bf16(static_cast<size_t>(n));
-    host_fill_pattern(bf16.data(), RegionSpec{extent, Dims::zeros(extent.n), extent, p.shape, m.box.offset,
-                                              dtype_size(p.dtype), param_seed(p.name), false});
+    RegionSpec want{extent, Dims::zeros(extent.n), extent, p.shape, m.box.offset, dtype_size(p.dtype),
+                    param_seed(p.name), false};
+    if (p.src_dequant) {  // block-FP8 trained: the BF16 the sources dequantized
+      want.dequant = true;
+      want.scale_seed = block_scale_seed(want.seed);
+    }
+    host_fill_pattern(bf16.data(), want);
     std::vector<uint8_t> want_v(static_cast<size_t>(n)), want_s(static_cast<size_t>(scale_extent.product()));
     mxfp8_quantize(bf16.data(), extent, want_v.data(), want_s.data());
     std::vector<uint8_t> got_v(want_v.size()), got_s(want_s.size());

@@ -68,9 +68,14 @@ class HostMemory final : public Memory {
     mxfp8_quantize_into(static_cast<const uint16_t*>(bf16), extent, static_cast<uint8_t*>(values),
                         static_cast<uint8_t*>(scales), shape, offset);
   }
+  void dequant_block_fp8(const void* values, const void* scales, const Dims& extent, const Dims& global_offset,
+                         void* out, int) override {
+    host_dequant_block_fp8(values, scales, extent, global_offset, out);
+  }
   void download(void* host, const void* src, int64_t bytes) override {
     std::memcpy(host, src, static_cast<size_t>(bytes));
   }
+  void upload(void* dst, const void* host, int64_t bytes) override { std::memcpy(dst, host, static_cast<size_t>(bytes)); }
   void sync(int) override {}
 
  private:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "reshard/core/fp8_block.h"
 #include "reshard/core/pattern.h"
 #include "reshard/exec/memory.h"
 #include "reshard/exec/region_ops.h"
@@ -40,10 +41,25 @@ uint64_t expected_word(const RegionSpec& r, uint64_t word) {
   return r.fp8_valid ? fp8_valid_word(w) : w;
 }
 
+// Dequant regions: the expected BF16 of each element of a row starting at global byte g.
+template <class F>
+void for_each_dequant_element(const RegionSpec& r, int64_t g, int64_t len, F&& f) {
+  const int n = r.global_shape.n;
+  const uint64_t rows = static_cast<uint64_t>(r.global_shape[n - 2]), cols = static_cast<uint64_t>(r.global_shape[n - 1]);
+  for (int64_t e = 0; e < len / 2; ++e)
+    f(e, dequant_pattern(r.seed, r.scale_seed, static_cast<uint64_t>(g / 2 + e), rows, cols));
+}
+
 }  // namespace
 
 void host_fill_pattern(void* storage, const RegionSpec& r) {
   auto* base = static_cast<uint8_t*>(storage);
+  if (r.dequant) {
+    for_each_row(r, [&](int64_t at, int64_t g, int64_t len) {
+      for_each_dequant_element(r, g, len, [&](int64_t e, uint16_t v) { std::memcpy(base + at + 2 * e, &v, 2); });
+    });
+    return;
+  }
   for_each_row(r, [&](int64_t at, int64_t g, int64_t len) {
     uint8_t* out = base + at;
     uint64_t b = static_cast<uint64_t>(g);
@@ -59,6 +75,15 @@ void host_fill_pattern(void* storage, const RegionSpec& r) {
 int64_t host_count_wrong(const void* storage, const RegionSpec& r) {
   const auto* base = static_cast<const uint8_t*>(storage);
   int64_t wrong = 0;
+  if (r.dequant) {
+    for_each_row(r, [&](int64_t at, int64_t g, int64_t len) {
+      for_each_dequant_element(r, g, len, [&](int64_t e, uint16_t v) {
+        const uint8_t* got = base + at + 2 * e;
+        wrong += (got[0] != static_cast<uint8_t>(v)) + (got[1] != static_cast<uint8_t>(v >> 8));
+      });
+    });
+    return wrong;
+  }
   for_each_row(r, [&](int64_t at, int64_t g, int64_t len) {
     const uint8_t* in = base + at;
     uint64_t b = static_cast<uint64_t>(g);
@@ -108,6 +133,35 @@ void host_pack(const void* tensor, const Dims& shape, const Dims& offset, const 
 
 void host_unpack(const void* in, void* tensor, const Dims& shape, const Dims& offset, const Dims& extent, int elem_size) {
   host_copy_box(in, extent, Dims::zeros(extent.n), tensor, shape, offset, extent, elem_size);
+}
+
+void host_dequant_block_fp8(const void* values, const void* scales, const Dims& extent, const Dims& global_offset,
+                            void* out) {
+  const int n = extent.n;
+  const auto* v = static_cast<const uint8_t*>(values);
+  const auto* sc = static_cast<const float*>(scales);
+  auto* o = static_cast<uint16_t*>(out);
+  const Dims grid = fp8_block_cover(Box{global_offset, extent}).extent;
+  const int64_t rows = extent[n - 2], cols = extent[n - 1], lead = rows * cols == 0 ? 0 : extent.product() / (rows * cols);
+  const int64_t r0 = global_offset[n - 2] % kFp8BlockEdge, c0 = global_offset[n - 1] % kFp8BlockEdge;
+  for (int64_t l = 0; l < lead; ++l)
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* block_row = sc + (l * grid[n - 2] + (r0 + i) / kFp8BlockEdge) * grid[n - 1];
+      const int64_t at = (l * rows + i) * cols;
+      for (int64_t j = 0; j < cols; ++j) o[at + j] = dequant_e4m3(v[at + j], block_row[(c0 + j) / kFp8BlockEdge]);
+    }
+}
+
+void host_fill_block_scales(float* scales, const Dims& shape, const Box& shard, uint64_t scale_seed) {
+  const Dims grid = fp8_block_grid(shape);
+  const Box cover = fp8_block_cover(shard);
+  const int64_t count = cover.extent.product();
+  Dims idx = Dims::zeros(cover.extent.n), at = cover.offset;
+  for (int64_t k = 0; k < count; ++k) {
+    for (int d = 0; d < at.n; ++d) at[d] = cover.offset[d] + idx[d];
+    scales[k] = block_scale_pattern(scale_seed, static_cast<uint64_t>(linear_index(at, grid)));
+    for (int d = idx.n - 1; d >= 0 && ++idx[d] == cover.extent[d]; --d) idx[d] = 0;
+  }
 }
 
 }  // namespace reshard

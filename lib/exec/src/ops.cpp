@@ -32,6 +32,23 @@ RankStorages rank_storages(const Plan& plan, int rank) {
   for (size_t i = 0; i < s.dst.size(); ++i)
     for (size_t j = 0; j < s.dst[i].members.size(); ++j)
       s.dst_of_param[s.dst[i].members[j].param].emplace_back(static_cast<int>(i), static_cast<int>(j));
+  s.src_landing.assign(s.src.size(), -1);
+  for (size_t i = 0; i < s.src.size(); ++i) {
+    if (!s.src[i].block_fp8) continue;
+    const StorageMember& m = s.src[i].members.at(0);
+    s.src_landing[i] = static_cast<int>(s.landings.size());
+    s.landings.push_back(Landing{true, static_cast<int>(i), 0, m.param, m.box.extent});
+  }
+  s.dst_landing.resize(s.dst.size());
+  for (size_t i = 0; i < s.dst.size(); ++i) {
+    s.dst_landing[i].assign(s.dst[i].members.size(), -1);
+    if (!s.dst[i].mxfp8()) continue;
+    for (size_t j = 0; j < s.dst[i].members.size(); ++j) {
+      const StorageMember& m = s.dst[i].members[j];
+      s.dst_landing[i][j] = static_cast<int>(s.landings.size());
+      s.landings.push_back(Landing{false, static_cast<int>(i), static_cast<int>(j), m.param, m.box.extent});
+    }
+  }
   return s;
 }
 
@@ -117,25 +134,34 @@ class OpBuilder {
     }
   }
 
-  // The dst storage member of bulk param p on this rank that holds `box`: a param has one member per
-  // storage piece (several for per-expert or interleaved destinations, docs/layouts.md).
-  std::pair<int, const StorageMember*> dst_member(uint32_t p, const Box& box) const {
+  // The dst storage member (storage, member index) of bulk param p on this rank that holds `box`: a
+  // param has one member per storage piece (several for per-expert or interleaved destinations,
+  // docs/layouts.md).
+  std::pair<int, int> dst_member(uint32_t p, const Box& box) const {
     const auto& list = s_.dst_of_param[p];
     if (list.empty()) throw runtime_error("rank " + std::to_string(rank_) + " has no destination for " + plan_.params[p].name);
     for (const auto& [st, mi] : list)
-      if (list.size() == 1 || contains(s_.dst[st].members[mi].box, box)) return {st, &s_.dst[st].members[mi]};
+      if (list.size() == 1 || contains(s_.dst[st].members[mi].box, box)) return {st, mi};
     throw runtime_error("rank " + std::to_string(rank_) + ": no destination storage of " + plan_.params[p].name +
                         " holds box " + box.str());
   }
 
-  // A piece into dst storage `st` at `storage_offset`; MXFP8 params land in their BF16 landing buffer
-  // instead (member-relative coordinates, see Piece::landing).
-  Piece dst_piece(uint32_t p, int st, const StorageMember& m, const Dims& storage_offset, const Dims& wire_offset,
-                  const Dims& extent) const {
-    if (!plan_.params[p].mxfp8) return {st, s_.dst[st].shape, storage_offset, wire_offset, extent, false};
+  // A piece into member `mi` of dst storage `st` at `storage_offset`; MXFP8 members land in their
+  // BF16 landing instead (member-relative coordinates, see Piece::landing).
+  Piece dst_piece(int st, int mi, const Dims& storage_offset, const Dims& wire_offset, const Dims& extent) const {
+    const int landing = s_.dst_landing[st][mi];
+    if (landing < 0) return {st, s_.dst[st].shape, storage_offset, wire_offset, extent, -1};
+    const StorageMember& m = s_.dst[st].members[mi];
     Dims rel = storage_offset;
     for (int d = 0; d < rel.n; ++d) rel[d] -= m.offset[d];
-    return {st, m.box.extent, rel, wire_offset, extent, true};
+    return {st, m.box.extent, rel, wire_offset, extent, landing};
+  }
+
+  // A piece of src storage `st` (a shard or a whole misc param; block-FP8 ones are read from their
+  // dequantized landing, which has the storage's shape).
+  Piece src_piece(int st, const Dims& shape, const Dims& storage_offset, const Dims& wire_offset,
+                  const Dims& extent) const {
+    return {st, shape, storage_offset, wire_offset, extent, s_.src_landing[st]};
   }
 
   void add_reshard_param(uint32_t p, int stream) {
@@ -150,33 +176,26 @@ class OpBuilder {
         proto.src_side = true;
         const Dims shape = s_.src[st].shape;
         emit_split(proto, t.box.extent, [&](const Box& sub) {
-          return std::vector<Piece>{
-              {st, shape, add(t.src_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent, false}};
+          return std::vector<Piece>{src_piece(st, shape, add(t.src_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent)};
         });
       }
       if (t.dst == rank_) {
-        const auto dm = dst_member(p, t.box);
-        const int st = dm.first;
-        const StorageMember& member = *dm.second;
+        const auto [st, mi] = dst_member(p, t.box);
         Op proto = base(OpKind::Recv, stream, param.group, t.src, param.pp_stage, p, es);
         emit_split(proto, t.box.extent, [&](const Box& sub) {
-          return std::vector<Piece>{
-              dst_piece(p, st, member, add(t.dst_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent)};
+          return std::vector<Piece>{dst_piece(st, mi, add(t.dst_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent)};
         });
       }
     }
     for (uint64_t i = param.fanout_begin; i < param.fanout_begin + param.fanout_count; ++i) {
       const FanoutOp& f = plan_.fanouts[i];
       if (f.group < 0 || f.group >= static_cast<int>(in_group_.size()) || !in_group_[f.group]) continue;
-      const auto dm = dst_member(p, f.box);
-      const int st = dm.first;
-      const StorageMember& member = *dm.second;
+      const auto [st, mi] = dst_member(p, f.box);
       Op proto = base(OpKind::Broadcast, stream, f.group, f.root, param.pp_stage, p, es);
       proto.root = f.root == rank_;
       proto.fanout = true;
       emit_split(proto, f.box.extent, [&](const Box& sub) {
-        return std::vector<Piece>{
-            dst_piece(p, st, member, add(f.dst_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent)};
+        return std::vector<Piece>{dst_piece(st, mi, add(f.dst_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent)};
       });
     }
   }
@@ -206,7 +225,7 @@ class OpBuilder {
         std::vector<Piece> pieces;
         if (proto.root) {
           const int st = s_.src_of_param[p];
-          pieces.push_back({st, s_.src[st].shape, sub.offset, Dims::zeros(sub.extent.n), sub.extent, false});
+          pieces.push_back(src_piece(st, s_.src[st].shape, sub.offset, Dims::zeros(sub.extent.n), sub.extent));
           return pieces;
         }
         const Box global{add(shard.offset, sub.offset), sub.extent};
@@ -219,7 +238,7 @@ class OpBuilder {
             in_storage[d] += inter->offset[d] - m.box.offset[d];
             in_wire[d] -= global.offset[d];
           }
-          pieces.push_back(dst_piece(p, st, m, in_storage, in_wire, inter->extent));
+          pieces.push_back(dst_piece(st, mi, in_storage, in_wire, inter->extent));
         }
         return pieces;
       });
@@ -245,11 +264,13 @@ class OpBuilder {
         const ParamPlan& param = plan_.params[p];
         const int64_t lo = std::max(a, param.bucket_offset), hi = std::min(z, param.bucket_offset + param.bytes());
         if (lo >= hi) continue;
-        int st = -1;
-        if (root) st = s_.src_of_param[p];
-        else if (!s_.dst_of_param[p].empty()) st = s_.dst_of_param[p][0].first;
-        if (st < 0) continue;
-        pieces.push_back({st, Dims{param.bytes()}, Dims{lo - param.bucket_offset}, Dims{lo - a}, Dims{hi - lo}, false});
+        const Dims flat{param.bytes()}, at{lo - param.bucket_offset}, wire{lo - a}, run{hi - lo};
+        if (root) {
+          const int st = s_.src_of_param[p];
+          if (st >= 0) pieces.push_back(src_piece(st, flat, at, wire, run));
+        } else if (!s_.dst_of_param[p].empty()) {
+          pieces.push_back({s_.dst_of_param[p][0].first, flat, at, wire, run, -1});
+        }
       }
       return pieces;
     });

@@ -18,16 +18,20 @@ struct LocalStorage {
   DType dtype = DType::BF16;  // MXFP8 storages: float8_e4m3fn (their members are BF16 on the wire)
   Dims shape;
   std::vector<StorageMember> members;
-  // MXFP8 only: the E8M0 scale tensor (shape with the last dim / 32, one byte each); n == 0 otherwise.
+  // MXFP8 (dst): the E8M0 scale tensor (shape with the last dim / 32, one byte each). Block-FP8
+  // (src of a src_dequant param): the float32 scale_inv blocks of the global 128 x 128 grid that the
+  // shard touches (fp8_block_cover of its box). n == 0 otherwise.
   std::string scale_name;
   Dims scale_shape;
-  bool mxfp8() const { return scale_shape.n > 0; }
+  bool block_fp8 = false;
+  bool mxfp8() const { return scale_shape.n > 0 && !block_fp8; }
   int64_t bytes() const { return shape.product() * dtype_size(dtype); }
-  int64_t scale_bytes() const { return mxfp8() ? scale_shape.product() : 0; }
+  int64_t scale_bytes() const { return scale_shape.n > 0 ? scale_shape.product() * (block_fp8 ? 4 : 1) : 0; }
 };
 
 // Source side (train ranks): one storage per bulk param whose src mesh holds `rank` (its local
-// shard), plus each misc param whole on the root of its bucket.
+// shard), plus each misc param whole on the root of its bucket. A src_dequant param's storage holds
+// e4m3 values and its float32 block scales (block_fp8); it is sent as BF16 (docs/precision.md).
 std::vector<LocalStorage> src_storages(const Plan& plan, int rank);
 // Destination side (gen ranks): bulk params in their destination's local tensors, as DstMap
 // (dst_layout.h) cuts them: fused members concatenated or interleaved along dst_fuse_dim, per-index

@@ -11,10 +11,12 @@
 // buffer: nothing is packed, staged or unpacked, and receivers that discard copy nothing. Golden's bulk
 // broadcasts are the exception: every member receives the whole shard (staged), as golden defines.
 //
-// MXFP8 params (docs/precision.md) receive BF16 into a landing buffer of their dst member's extent,
-// carved from a pool of at most `staging_bytes` (a batch ends before a new landing that does not fit);
-// after the batch holding the param's last op on this rank, the landing is quantized into the e4m3
-// storage and its E8M0 scales and its space is reused.
+// Landings (docs/precision.md): MXFP8 storage members receive BF16 into a landing of their extent;
+// after the batch holding the member's last op on this rank, the landing is quantized into the e4m3
+// storage and its E8M0 scales. Block-FP8 sources of a Megatron destination (src_dequant) are
+// dequantized into a BF16 landing of their shard before their first op, and every op of theirs sends
+// from it. Landings are carved (first fit) from one pool of at most `staging_bytes` (or what one op
+// needs); a batch ends before a new landing that does not fit, and a closed landing's space is reused.
 // Not collective by itself; run()/run_phase() are collective over the ranks the ops involve.
 #pragma once
 #include <cstdint>
@@ -65,7 +67,7 @@ class Executor {
   Traffic traffic(Algo algo, int phase) const;  // phase -1: all
   const RankStorages& storages() const { return storages_; }
   int64_t batches_posted() const { return batches_; }
-  int64_t landing_pool_bytes() const { return landing_size_; }  // MXFP8 BF16 landing pool (0: none)
+  int64_t landing_pool_bytes() const { return landing_size_; }  // BF16 landing pool (0: none)
 
  private:
   struct Batch;
@@ -74,8 +76,9 @@ class Executor {
   void post_batch(Batch& batch);
   void post_boxes(const Op& op);
   void* storage_base(const Op& op, const Piece& p) const;
-  void open_landing(uint32_t param, Batch& batch);
-  void quantize_landing(uint32_t param, int stream);
+  void open_landings(const Op& op, Batch& batch);
+  void close_landing(int landing, int stream);
+  int64_t landing_gap(int64_t bytes) const;
   int64_t count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong);
   void* storage_ptr(const Op& op, const Piece& p) const;
 
@@ -88,12 +91,13 @@ class Executor {
   RankStorages storages_;
   std::vector<void*> src_buf_, dst_buf_, snapshot_;
   std::vector<void*> dst_scale_buf_, snapshot_scale_;  // MXFP8 storages' E8M0 scales (nullptr: none)
-  // MXFP8 landing: a pool bump-allocated per param; per param its offset (-1: closed), the ops of the
-  // running op list still to complete, and its BF16 bytes on this rank.
+  std::vector<void*> src_scale_buf_;                   // block-FP8 sources' float32 scales (nullptr: none)
+  // Landing pool, first fit; per landing (RankStorages::landings) its offset (-1: closed) and the ops
+  // of the running op list still to complete; the open ones.
   void* landing_ = nullptr;
-  int64_t landing_size_ = 0, landing_used_ = 0;
-  std::vector<uint32_t> mx_params_;
-  std::vector<int64_t> landing_at_, landing_pending_, landing_bytes_;
+  int64_t landing_size_ = 0;
+  std::vector<int64_t> landing_at_, landing_pending_;
+  std::vector<int> open_landings_;
   std::vector<Op> ops_[2];  // by Algo
   void* staging_ = nullptr;
   int64_t staging_size_ = 0;

@@ -28,10 +28,9 @@ struct Piece {
   Dims storage_offset;
   Dims wire_offset;    // origin inside the wire box
   Dims extent;
-  // MXFP8 params: the piece goes into (or, for a fan-out root, comes from) the param's BF16 landing
-  // buffer, whose shape is its dst member's extent (storage_shape/offset are relative to it); the
-  // executor quantizes the landing into the storage once the param's last op on this rank is done.
-  bool landing = false;
+  // >= 0: the piece goes through landing RankStorages::landings[landing], a short-lived BF16 buffer
+  // of the landing's extent (storage_shape/offset are relative to it) instead of the storage itself.
+  int landing = -1;
 };
 
 struct Op {
@@ -58,11 +57,26 @@ struct OpListOptions {
   int64_t max_message_bytes = int64_t{256} << 20;
 };
 
+// A short-lived BF16 buffer between a storage and the wire (docs/precision.md): on a source, a
+// block-FP8 storage dequantized before its first op sends from it; on a destination, an MXFP8
+// storage member that receives BF16 and is quantized after its last op.
+struct Landing {
+  bool src_side = false;
+  int storage = 0;  // src or dst storage index
+  int member = 0;   // the storage's member it stands for
+  uint32_t param = 0;
+  Dims extent;      // the member's box extent (BF16 elements)
+  int64_t bytes() const { return extent.product() * 2; }
+};
+
 // Storages of one rank and where each param's regions sit in them.
 struct RankStorages {
   std::vector<LocalStorage> src, dst;
   std::vector<int> src_of_param;  // param -> src storage index (-1: none)
   std::vector<std::vector<std::pair<int, int>>> dst_of_param;  // param -> (storage, member) list
+  std::vector<Landing> landings;
+  std::vector<int> src_landing;                 // src storage -> landing (-1: none)
+  std::vector<std::vector<int>> dst_landing;    // dst storage -> per member landing (-1: none)
 };
 RankStorages rank_storages(const Plan& plan, int rank);
 

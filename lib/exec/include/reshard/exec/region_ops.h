@@ -19,15 +19,26 @@ struct RegionSpec {
   int elem_size = 2;    // bytes per element
   uint64_t seed = 0;    // param_seed(param name) (pattern.h)
   bool fp8_valid = false;  // float8_e4m3fn param: pattern words pass through fp8_valid_word (no NaN bytes)
+  // BF16 region of a block-FP8 param dequantized on the source (fp8_block.h): every element is
+  // dequant_pattern(seed, scale_seed, ...) instead of pattern bytes. elem_size is 2.
+  bool dequant = false;
+  uint64_t scale_seed = 0;
 };
 
 // Writes pattern_byte(seed, global_linear_index * elem_size + b) into every byte of the region
-// (through fp8_valid_byte when r.fp8_valid).
+// (through fp8_valid_byte when r.fp8_valid; dequant_pattern per element when r.dequant).
 void host_fill_pattern(void* storage, const RegionSpec& r);
 // Number of bytes in the region that differ from the pattern.
 int64_t host_count_wrong(const void* storage, const RegionSpec& r);
 // Copies the box (offset, extent) of a row-major tensor of `shape` into/out of a dense buffer.
 void host_pack(const void* tensor, const Dims& shape, const Dims& offset, const Dims& extent, int elem_size, void* out);
 void host_unpack(const void* in, void* tensor, const Dims& shape, const Dims& offset, const Dims& extent, int elem_size);
+// Block-FP8 -> BF16: the dense e4m3 shard `values` of `extent`, whose origin in the param is
+// `global_offset`, times its float32 scales (dense, fp8_block_cover({global_offset, extent}).extent),
+// into the dense BF16 buffer `out` of `extent`.
+void host_dequant_block_fp8(const void* values, const void* scales, const Dims& extent, const Dims& global_offset,
+                            void* out);
+// Writes the pattern scales of the blocks that box `shard` of a param of `shape` touches, dense.
+void host_fill_block_scales(float* scales, const Dims& shape, const Box& shard, uint64_t scale_seed);
 
 }  // namespace reshard
