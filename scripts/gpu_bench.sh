@@ -18,6 +18,13 @@
 #      ~0.5 ms of handshakes and context switches; config 1a with box ops measured efficiency 0.40 at
 #      the 256 MiB / 64-op defaults, 0.60 at 1 GiB / 512 ops, 0.65 at 4 GiB / 4096 ops (docs/gpu.md).
 #      Box ops stage nothing; golden's bulk broadcasts stage, and 8 x 1 GiB fits beside config 2).
+#      MPS=1: run the GPU part (ctest -L gpu, the configs) under the CUDA MPS daemon, so the ranks
+#      sharing the GPU are clients of one server instead of time-sliced contexts. Started here with
+#      its pipe and log folders in a temp dir, probed with one tiny CUDA client, stopped on exit
+#      (`echo quit | nvidia-cuda-mps-control`); when it cannot start or the probe fails, the log says
+#      why and the runs go on without MPS. Device settings (compute mode etc.) are left alone.
+#      Receiver knobs of cuda-ipc reach the ranks from this environment too (docs/gpu.md):
+#      RESHARD_CUDA_IPC_BATCH=0 (one launch per copy), RESHARD_CUDA_IPC_MEMCPY_MIN=<bytes>.
 set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:?set OUT to the results folder}
@@ -46,6 +53,74 @@ run() {
 say "# gpu_bench.sh $(date -u +%FT%TZ) on $(hostname)"
 nvidia-smi >>"$LOG" 2>&1
 
+# MPS (MPS=1): the daemon and its folders are cleaned up on any exit.
+MPS_STATE=off
+MPS_DIR=
+mps_stop() {
+  [ "$MPS_STATE" = on ] || return 0
+  echo quit | nvidia-cuda-mps-control >>"$LOG" 2>&1
+  sleep 1
+  echo "# MPS: daemon stopped; its control log:" >>"$LOG"
+  tail -n 20 "$MPS_DIR/log/control.log" >>"$LOG" 2>/dev/null
+  MPS_STATE=off
+}
+mps_cleanup() {
+  mps_stop
+  if [ -n "$MPS_DIR" ]; then rm -rf "$MPS_DIR"; fi
+}
+mps_off() {  # mps_off REASON: go on without MPS
+  say "# MPS: $1; running without MPS"
+  mps_stop
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+  MPS_STATE="off ($1)"
+}
+mps_start() {
+  MPS_DIR=$(mktemp -d)
+  trap mps_cleanup EXIT
+  trap 'exit 143' TERM  # so a killed bench still stops the daemon (through the EXIT trap)
+  trap 'exit 130' INT
+  export CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe CUDA_MPS_LOG_DIRECTORY=$MPS_DIR/log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+    mps_off "nvidia-cuda-mps-control not found"
+    return
+  fi
+  say "\$ nvidia-cuda-mps-control -d  (CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY)"
+  if ! nvidia-cuda-mps-control -d >>"$LOG" 2>&1; then
+    mps_off "nvidia-cuda-mps-control -d failed"
+    return
+  fi
+  MPS_STATE=on
+  # The server starts on the first client: one context and allocation through the driver API must work.
+  if ! python3 - >>"$LOG" 2>&1 <<'PROBE'
+import ctypes, sys
+cuda = ctypes.CDLL("libcuda.so.1")
+dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+steps = (("cuInit", lambda: cuda.cuInit(0)),
+         ("cuDeviceGet", lambda: cuda.cuDeviceGet(ctypes.byref(dev), 0)),
+         ("cuDevicePrimaryCtxRetain", lambda: cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)),
+         ("cuCtxSetCurrent", lambda: cuda.cuCtxSetCurrent(ctx)),
+         ("cuMemAlloc", lambda: cuda.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(1 << 20))),
+         ("cuMemFree", lambda: cuda.cuMemFree_v2(ptr)))
+for what, call in steps:
+    r = call()
+    if r != 0:
+        print("MPS probe: %s returned CUresult %d" % (what, r))
+        sys.exit(1)
+print("MPS probe: a CUDA client got a context and 1 MiB")
+PROBE
+  then
+    mps_off "a CUDA client failed under the daemon (probe above)"
+    return
+  fi
+  echo get_server_list | nvidia-cuda-mps-control >>"$LOG" 2>&1
+  say "# MPS: on (daemon started, probe passed)"
+}
+if [ "${MPS:-0}" = 1 ]; then
+  mps_start
+fi
+export RESHARD_BENCH_MPS="$MPS_STATE"  # recorded in gpu_env.json
+
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   run cmake -S "$ROOT" -B "$ROOT/$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DRESHARD_WITH_CUDA=ON -DRESHARD_WITH_NCCL=AUTO -DRESHARD_WITH_MPI=ON -DRESHARD_BUILD_BENCH=OFF ||
@@ -61,7 +136,7 @@ fi
 # Versions: GPU and driver (nvidia-smi), CUDA (nvcc), NCCL (the library the binary loads), MPI.
 NCCL_LIB=$(ldd "$RESHARD" 2>/dev/null | awk '/libnccl/ {print $3; exit}')
 python3 - "$OUT/gpu_env.json" "$NCCL_LIB" "$ROOT" <<'EOF' >>"$LOG" 2>&1
-import ctypes, json, subprocess, sys
+import ctypes, json, os, subprocess, sys
 out, nccl_lib, root = sys.argv[1:4]
 def sh(cmd):
     try:
@@ -76,6 +151,8 @@ env = {
     "mpi": sh("mpirun --version | head -1"),
     "git": sh("cd %s && git rev-parse --short HEAD && git status --short | wc -l" % root).replace("\n", " dirty files: "),
     "nccl_library": nccl_lib,
+    "mps": os.environ.get("RESHARD_BENCH_MPS", "off"),
+    "cuda_ipc_knobs": {k: v for k, v in os.environ.items() if k.startswith("RESHARD_CUDA_IPC_")},
 }
 try:
     v = ctypes.c_int()

@@ -5,17 +5,21 @@
 // cudaIpcMemHandle (exported once per allocation, cached). A receiver maps each (rank, allocation)
 // once (cached for the transport's life, so every iteration reuses it) and copies every overlap of
 // one of its own pieces with one of the sender's, in wire coordinates, straight from the sender's
-// tensor into its own with one copy-box kernel (cudaMemcpyAsync where both are contiguous) on its own
-// stream: strided sources need no pack, strided destinations no unpack, and a receiver without pieces
-// (one that discards) copies nothing. Plain send/recv/broadcast are one-piece boxes of bytes.
+// tensor into its own, on its own stream: strided sources need no pack, strided destinations no unpack,
+// and a receiver without pieces (one that discards) copies nothing. Plain send/recv/broadcast are
+// one-piece boxes of bytes. The copies of every receive started in one progress pass on one stream go
+// out as ONE batched kernel launch (cuda_batch_copy.h; large contiguous ones as cudaMemcpyAsync),
+// followed by one event that all those receives wait on: one launch per pass instead of one per
+// overlap (hundreds per misc batch), which is what the copies cost on a GPU shared by several ranks.
 // Per batch and stream:
 //   flush: a sender synchronizes the stream (packs of the non-box path are done, so the bytes are
 //          there), then sends ONE message per peer holding the descriptions of all its ops to that
 //          peer (MPI, the transport's own communicator, tag = stream);
 //   wait:  one progress loop over all streams: arrived messages are split into per-(stream, peer)
-//          queues of descriptions; a posted receive takes the next description of its peer, issues
-//          its copies and records an event; completed copies are acked (one message per peer and
-//          pass carrying a count); a stream is done when its receives are copied and every send it
+//          queues of descriptions; a posted receive takes the next description of its peer and
+//          queues its copies; each pass launches a stream's queued copies at once and records one
+//          event behind them; completed copies are acked (one message per peer and pass carrying a
+//          count); a stream is done when its receives are copied and every send it
 //          flushed was acked (the sender may then reuse its buffers).
 // A broadcast is a send from the root to every other member of the group; each member pulls.
 // Progress covers every stream, and a sender never blocks in flush, so the executor's argument holds:
@@ -24,9 +28,13 @@
 // in that order, which is the global op order both ranks share, so batch boundaries may differ;
 // each description carries its byte count, group and wire shape, and a mismatch is an error.
 // RESHARD_CUDA_IPC_BOXES=0 (same on every rank) turns box ops off, so the executor packs into staging
-// as for the other transports: for measuring what box ops save.
+// as for the other transports: for measuring what box ops save. Receiver-side knobs (may differ
+// between ranks; for measuring): RESHARD_CUDA_IPC_BATCH=0 issues one cuda_copy_box per overlap again;
+// RESHARD_CUDA_IPC_MEMCPY_MIN=<bytes> is the size from which contiguous copies of a batch take
+// cudaMemcpyAsync instead of the kernel (default CudaBatchCopy::kDefaultMemcpyMinBytes; 0: all).
 #if RESHARD_HAVE_CUDA && RESHARD_HAVE_MPI
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +42,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "cuda_batch_copy.h"
 #include "cuda_check.h"
 #include "cuda_context.h"
 #include "reshard/core/error.h"
@@ -72,7 +81,7 @@ struct RecvOp {
   int64_t bytes = 0;
   Dims wire_extent;
   std::vector<BoxPiece> pieces;
-  cudaEvent_t event = nullptr;
+  cudaEvent_t event = nullptr;  // behind its copies; shared by the receives of its pass, owned by Stream
   State state = Waiting;
 };
 
@@ -85,6 +94,7 @@ struct Stream {
   std::map<int, Queued> queued;    // by peer: posted since the last flush
   std::map<int, int64_t> unacked;  // by peer: flushed sends not yet acked
   std::deque<RecvOp> recvs;
+  std::vector<cudaEvent_t> events;  // recorded behind this wait's copies (one per pass that started any)
 };
 
 // A nonblocking send whose buffer must live until it completes (descriptions, ack counts).
@@ -104,10 +114,30 @@ bool boxes_enabled() {
   return v == nullptr || std::string(v) != "0";
 }
 
+bool batch_enabled() {
+  const char* v = std::getenv("RESHARD_CUDA_IPC_BATCH");
+  return v == nullptr || std::string(v) != "0";
+}
+
+// RESHARD_CUDA_IPC_MEMCPY_MIN: a byte count (digits only); the default when unset.
+int64_t memcpy_min_bytes() {
+  const char* v = std::getenv("RESHARD_CUDA_IPC_MEMCPY_MIN");
+  if (v == nullptr) return CudaBatchCopy::kDefaultMemcpyMinBytes;
+  const std::string s(v);
+  errno = 0;
+  const long long n = std::strtoll(s.c_str(), nullptr, 10);
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || errno != 0)
+    throw config_error("RESHARD_CUDA_IPC_MEMCPY_MIN='" + s + "': expected a byte count (digits only)");
+  return n;
+}
+
 class CudaIpcTransport final : public Transport {
  public:
   CudaIpcTransport(Control& control, const TransportOptions& options)
-      : options_(options), out_(std::make_unique<std::deque<Outgoing>>()) {
+      : options_(options),
+        batch_enabled_(batch_enabled()),
+        batch_(memcpy_min_bytes()),
+        out_(std::make_unique<std::deque<Outgoing>>()) {
     MPI_Comm parent = *static_cast<MPI_Comm*>(control.native_comm());
     RESHARD_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
     RESHARD_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -141,6 +171,7 @@ class CudaIpcTransport final : public Transport {
     }
     if (pending) (void)out_.release();
     for (auto& [key, ptr] : mapped_) cudaIpcCloseMemHandle(ptr);
+    for (Stream& s : streams_) release_events(s);
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
     MPI_Comm_free(&comm_);
   }
@@ -164,6 +195,7 @@ class CudaIpcTransport final : public Transport {
     const int n = std::max(streams, 1);
     if (n > kAckTag) throw config_error("cuda-ipc supports at most " + std::to_string(kAckTag) + " streams");
     ctx_->ensure_streams(n);
+    for (Stream& s : streams_) release_events(s);  // only left after an error; back to the pool
     streams_.assign(static_cast<size_t>(n), Stream{});
   }
 
@@ -232,9 +264,8 @@ class CudaIpcTransport final : public Transport {
       }
     }
     s.unacked.clear();
-    for (RecvOp& r : s.recvs)
-      if (r.event != nullptr) events_.push_back(r.event);
     s.recvs.clear();
+    release_events(s);
   }
 
  private:
@@ -360,6 +391,11 @@ class CudaIpcTransport final : public Transport {
     return static_cast<const uint8_t*>(it->second);
   }
 
+  void release_events(Stream& s) {
+    events_.insert(events_.end(), s.events.begin(), s.events.end());
+    s.events.clear();
+  }
+
   cudaEvent_t take_event() {
     if (!events_.empty()) {
       cudaEvent_t e = events_.back();
@@ -372,7 +408,9 @@ class CudaIpcTransport final : public Transport {
   }
 
   // Issues the copies of receive `r` described by `d`: every overlap of one of r's pieces with one of
-  // the sender's, from the sender's mapped tensor into r's. Done at once when r keeps nothing.
+  // the sender's, from the sender's mapped tensor into r's. They are queued in batch_ (issued on the
+  // stream at once with RESHARD_CUDA_IPC_BATCH=0); r is then Copying, without an event until
+  // launch_pass() launches the pass's copies and records one. Done at once when r keeps nothing.
   void start_copies(RecvOp& r, const Description& d, int stream) {
     const OpHeader& h = d.head;
     if (h.bytes != r.bytes || h.group != r.group || h.owner != r.peer || h.elem_size != r.elem_size ||
@@ -414,8 +452,12 @@ class CudaIpcTransport final : public Transport {
           from[k] += o->offset[k] - theirs.wire_offset[k];
           to[k] += o->offset[k] - mine.wire_offset[k];
         }
-        cuda_copy_box(map(h.owner, theirs) + theirs.base_offset, theirs.shape, from, mine.base, mine.shape, to,
-                      o->extent, r.elem_size, cs);
+        const uint8_t* tensor = map(h.owner, theirs) + theirs.base_offset;
+        if (batch_enabled_) {
+          batch_.add(tensor, theirs.shape, from, mine.base, mine.shape, to, o->extent, r.elem_size);
+        } else {
+          cuda_copy_box(tensor, theirs.shape, from, mine.base, mine.shape, to, o->extent, r.elem_size, cs);
+        }
         covered += o->elements();
       }
     }
@@ -423,9 +465,18 @@ class CudaIpcTransport final : public Transport {
       throw runtime_error("cuda-ipc: rank " + std::to_string(r.peer) + " described pieces covering " +
                           std::to_string(covered) + " of the " + std::to_string(elements(r.pieces)) +
                           " elements this rank receives");
-    r.event = take_event();
-    RESHARD_CUDA_CHECK(cudaEventRecord(r.event, cs));
     r.state = RecvOp::Copying;
+  }
+
+  // Launches the copies queued in this pass on `stream` (one kernel, plus cudaMemcpyAsync for large
+  // contiguous ones) and records one event behind them for every receive started in the pass.
+  void launch_pass(Stream& s, int stream, const std::vector<RecvOp*>& started) {
+    const cudaStream_t cs = ctx_->stream(stream);
+    batch_.launch(cs);
+    const cudaEvent_t e = take_event();
+    s.events.push_back(e);  // owned by the stream from here, even if recording fails
+    RESHARD_CUDA_CHECK(cudaEventRecord(e, cs));
+    for (RecvOp* r : started) r->event = e;
   }
 
   static bool complete(const Stream& s) {
@@ -473,6 +524,8 @@ class CudaIpcTransport final : public Transport {
         left -= n;
       });
       std::map<int, int64_t> acks;  // by peer: receives finished in this pass
+      std::vector<RecvOp*> started;  // copies queued in this pass; launched after the loop
+      batch_.clear();                // empty unless an earlier pass threw while queueing
       for (RecvOp& r : s.recvs) {
         if (r.state == RecvOp::Waiting) {
           auto& q = inbox_[{stream, r.peer}];
@@ -480,7 +533,12 @@ class CudaIpcTransport final : public Transport {
           start_copies(r, q.front(), stream);
           q.pop_front();
           moved = true;
-          if (r.state == RecvOp::Done) ++acks[r.peer];
+          if (r.state == RecvOp::Done) {
+            ++acks[r.peer];
+          } else {
+            started.push_back(&r);
+          }
+          continue;
         }
         if (r.state == RecvOp::Copying) {
           const cudaError_t e = cudaEventQuery(r.event);
@@ -491,6 +549,7 @@ class CudaIpcTransport final : public Transport {
           moved = true;
         }
       }
+      if (!started.empty()) launch_pass(s, stream, started);
       for (const auto& [peer, n] : acks) post(peer, kAckTag + stream, std::string(reinterpret_cast<const char*>(&n), sizeof n));
     }
     // Finished sends leave the front of the list; the rest complete later.
@@ -521,7 +580,9 @@ class CudaIpcTransport final : public Transport {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   bool boxes_ = true;
+  bool batch_enabled_ = true;
   std::shared_ptr<CudaContext> ctx_;
+  CudaBatchCopy batch_;  // after ctx_, so destroyed before it (waits for its launches)
   std::vector<std::vector<int>> groups_;
   std::vector<Stream> streams_;
   std::map<std::pair<int, int>, std::deque<Description>> inbox_;  // by (stream, peer), in arrival order
