@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Compares `reshard simulate` predictions with measured `reshard run --json` records and prints the
-# error per phase, plus the effective bandwidth each measurement implies (a starting point for
-# fitting a preset, e.g. cpu-mpi-local). Goal (issue 8): within +-25 %.
+# error per phase, plus the effective bandwidth each measurement implies. Goal (issue 8): within +-25 %.
 #
 # usage: scripts/calibrate.sh [--build DIR] [--system PRESET] [--json OUT] [RUN_JSON|DIR ...]
-#   default inputs: results/*.json records of format "reshard-run".
-#   --system: the preset for every record; default cpu-mpi-local for transport "mpi", else
-#             h100-nvl8-ib400. Extra `reshard simulate` flags: RESHARD_SIMULATE_FLAGS.
-# A record's plan is found at its arguments.plan path, else at results/plans/<fingerprint>.{cbor,json};
-# records whose plan is missing (or whose fingerprint differs) are listed and skipped.
+#        scripts/calibrate.sh --measure-host [NP]   (the cpu-mpi-local microbenchmark, JSON on stdout)
+#   default inputs: results/*.json and results/gpu/*.json: records of format "reshard-run", alone or
+#             in a JSON list (results/gpu/gpu_runs.json). Each record is simulated with its own algo,
+#             streams, batch caps and staging.
+#   --system: the preset for every record; default cpu-mpi-local for transport "mpi",
+#             h200-shared-1gpu for cuda-ipc records whose ranks share one device, else h100-nvl8-ib400.
+#             Extra `reshard simulate` flags: RESHARD_SIMULATE_FLAGS.
+# A record's plan is found at its arguments.plan path, else at results/plans/<fingerprint>.{cbor,json},
+# else rebuilt with `reshard plan` from results/plans/recipes.json into $BUILD/calibrate-plans; a plan
+# whose fingerprint differs from the record's is reported and the record skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${RESHARD_BUILD_DIR:-build}
@@ -20,15 +24,83 @@ while [ $# -gt 0 ]; do
     --build) BUILD=$2; shift 2 ;;
     --system) SYSTEM=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    --measure-host) MEASURE_HOST=${2:-4}; shift $(( $# > 1 ? 2 : 1 )) ;;
+    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
     *) INPUTS+=("$1"); shift ;;
   esac
 done
-[ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results)
-exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "${INPUTS[@]}" <<'PY'
+if [ -n "${MEASURE_HOST:-}" ]; then
+  # Host copy microbenchmark (docs/performance.md, "cpu-mpi-local"): memcpy on one rank and on all at
+  # once, MPI point-to-point one pair and all pairs at once, MPI_Ibcast over rank 0 + the second half.
+  TMP=$(mktemp -d)
+  trap 'rm -rf "$TMP"' EXIT
+  cat >"$TMP/host_copy_bench.cpp" <<'CPP'
+#include <mpi.h>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const size_t n = size_t(256) << 20;
+  const int reps = 7;
+  std::vector<char> a(n, 1), b(n, 2);
+  auto timed = [&](auto f) {  // best of reps: barrier, f, barrier; max over ranks
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double t0 = MPI_Wtime();
+      f();
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t = MPI_Wtime() - t0;
+      MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (t < best) best = t;
+    }
+    return best;
+  };
+  const double gb = double(n) / 1e9;
+  const int half = size / 2;
+  const double t1 = timed([&] { if (rank == 0) memcpy(b.data(), a.data(), n); });
+  const double tall = timed([&] { memcpy(b.data(), a.data(), n); });
+  const double tpair = timed([&] {
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (rank == 0) MPI_Isend(a.data(), int(n), MPI_BYTE, half, 0, MPI_COMM_WORLD, &r);
+    if (rank == half) MPI_Irecv(b.data(), int(n), MPI_BYTE, 0, 0, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  });
+  const double tp2p = timed([&] {
+    MPI_Request r;
+    if (rank < half) MPI_Isend(a.data(), int(n), MPI_BYTE, rank + half, 0, MPI_COMM_WORLD, &r);
+    else MPI_Irecv(b.data(), int(n), MPI_BYTE, rank - half, 0, MPI_COMM_WORLD, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  });
+  MPI_Comm g;
+  MPI_Comm_split(MPI_COMM_WORLD, (rank == 0 || rank >= half) ? 0 : MPI_UNDEFINED, rank, &g);
+  const double tb = timed([&] {
+    if (g == MPI_COMM_NULL) return;
+    MPI_Request r;
+    MPI_Ibcast(rank == 0 ? a.data() : b.data(), int(n), MPI_BYTE, 0, g, &r);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+  });
+  if (rank == 0)
+    printf("{\"ranks\": %d, \"memcpy_one_rank_gbps\": %.3f, \"memcpy_all_ranks_aggregate_gbps\": %.3f, "
+           "\"p2p_one_pair_gbps\": %.3f, \"p2p_all_pairs_aggregate_gbps\": %.3f, \"ibcast_256MiB_to_%d_ms\": %.3f}\n",
+           size, gb / t1, size * gb / tall, gb / tpair, half * gb / tp2p, size - half, tb * 1e3);
+  if (g != MPI_COMM_NULL) MPI_Comm_free(&g);
+  MPI_Finalize();
+}
+CPP
+  mpicxx -O2 -std=c++17 "$TMP/host_copy_bench.cpp" -o "$TMP/host_copy_bench"
+  exec mpirun --oversubscribe -np "$MEASURE_HOST" "$TMP/host_copy_bench"
+fi
+[ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu)
+exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import json, os, shlex, subprocess, sys
 
-reshard, system, json_out, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+reshard, system, json_out, cache, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 extra = shlex.split(os.environ.get("RESHARD_SIMULATE_FLAGS", ""))
 files = []
 for p in inputs:
@@ -39,52 +111,87 @@ for f in files:
         d = json.load(open(f))
     except (OSError, ValueError):
         continue
-    if isinstance(d, dict) and d.get("format") == "reshard-run":
-        records.append((f, d))
+    for i, rec in enumerate(d if isinstance(d, list) else [d]):
+        if isinstance(rec, dict) and rec.get("format") == "reshard-run":
+            name = os.path.splitext(os.path.basename(f))[0]
+            if isinstance(d, list):
+                name += ":" + rec.get("config", str(i)).split(" ")[0]
+            records.append((f, name, rec))
 if not records:
     sys.exit("calibrate: no reshard-run records in " + " ".join(inputs))
 
+def stress_model(path):  # the 4096 x 32 KiB model of scripts/gpu_bench.sh
+    params = {}
+    for l in range(2048):
+        for w in ("gate_proj", "down_proj"):
+            params["model.layers.%d.mlp.%s.weight" % (l, w)] = {"shape": [128, 128], "dtype": "bfloat16"}
+    json.dump({"model": "stress-4096x32KiB", "source": "scripts/gpu_bench.sh", "params": params}, open(path, "w"))
+
+recipes = json.load(open("results/plans/recipes.json"))["plans"] if os.path.isfile("results/plans/recipes.json") else {}
+
 def plan_path(rec):
     fp = rec["plan"]["fingerprint"]
-    for c in [rec["arguments"].get("plan", ""), f"results/plans/{fp}.cbor", f"results/plans/{fp}.json"]:
+    for c in [rec["arguments"].get("plan", ""), f"results/plans/{fp}.cbor", f"results/plans/{fp}.json",
+              f"{cache}/{fp}.cbor"]:
         if c and os.path.isfile(c):
             return c
-    return None
+    if fp not in recipes:
+        return None
+    os.makedirs(cache, exist_ok=True)
+    args = list(recipes[fp])
+    if "{stress_model}" in args:
+        stress_model(f"{cache}/stress-model.json")
+        args = [f"{cache}/stress-model.json" if a == "{stress_model}" else a for a in args]
+    out = f"{cache}/{fp}.cbor"
+    subprocess.run([reshard, "plan"] + args + ["--force", "-o", out], check=True, capture_output=True)
+    return out
+
+def preset(rec):
+    transport = rec["arguments"].get("transport")
+    if transport == "mpi":
+        return "cpu-mpi-local"
+    if transport == "cuda-ipc" and " of 1," in rec.get("versions", {}).get("device", ""):
+        return "h200-shared-1gpu"  # every rank on the one device
+    return "h100-nvl8-ib400"
 
 rows, errors = [], []
-print("%-36s %-16s %-10s %12s %12s %8s %12s" % ("record", "system", "phase", "measured_ms", "predicted_ms", "error", "eff_GB/s"))
-for f, rec in records:
+fmt = "%-30s %-7s %-16s %-9s %11s %12s %8s %9s"
+print(fmt % ("record", "algo", "system", "phase", "measured_ms", "predicted_ms", "error", "eff_GB/s"))
+for f, name, rec in records:
     plan = plan_path(rec)
     if plan is None:
-        print("%-36s skipped: plan %s not found" % (os.path.basename(f), rec["plan"]["fingerprint"]))
+        print("%-30s skipped: plan %s not found (no file, no recipe)" % (name, rec["plan"]["fingerprint"]))
         continue
-    sysname = system or ("cpu-mpi-local" if rec["arguments"].get("transport") == "mpi" else "h100-nvl8-ib400")
-    args = [reshard, "simulate", plan, "--system", sysname, "--json",
-            "--streams", str(rec["arguments"].get("streams", 2)),
-            "--batch-ops", str(rec["arguments"].get("batch_ops", 64)),
-            "--batch-bytes", str(rec["arguments"].get("batch_bytes", 268435456))] + extra
+    sysname = system or preset(rec)
+    a = rec["arguments"]
+    args = [reshard, "simulate", plan, "--system", sysname, "--json", "--algo", a.get("algo", "reshard"),
+            "--streams", str(a.get("streams", 2)), "--batch-ops", str(a.get("batch_ops", 64)),
+            "--batch-bytes", str(a.get("batch_bytes", 268435456)),
+            "--staging-bytes", str(a.get("staging_bytes", 268435456))] + extra
     sim = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     if sim["plan"]["fingerprint"] != rec["plan"]["fingerprint"]:
-        print("%-36s skipped: plan file %s has fingerprint %s, the run %s" % (os.path.basename(f), plan,
+        print("%-30s skipped: plan file %s has fingerprint %s, the run %s" % (name, plan,
               sim["plan"]["fingerprint"], rec["plan"]["fingerprint"]))
         continue
     predicted = {p["phase"]: p["time_ms"] for p in sim["phases"]}
     predicted["total"] = sim["total_time_ms"]
     for ph in rec["phases"]:
-        name, meas = ph["phase"], ph["time_ms_avg"]
-        if name not in predicted or meas <= 0:
-            continue
-        pred = predicted[name]
+        phase, meas = ph["phase"], ph["time_ms_avg"]
+        if phase not in predicted or meas <= 0 or not ph.get("bytes"):
+            continue  # an empty phase times only the barrier
+        pred = predicted[phase]
         err = pred / meas - 1
         eff = ph["busiest_bytes"] / (meas * 1e-3) / 1e9 if ph.get("busiest_bytes") else 0
-        print("%-36s %-16s %-10s %12.3f %12.3f %+7.1f%% %12.3f" % (os.path.basename(f), sysname, name, meas, pred, err * 100, eff))
-        rows.append({"record": f, "system": sysname, "phase": name, "measured_ms": meas, "predicted_ms": pred,
-                     "error": err, "effective_gbps": eff})
-        if name == "total":
+        print(fmt % (name, a.get("algo", "reshard"), sysname, phase, "%.3f" % meas, "%.3f" % pred,
+                     "%+.1f%%" % (err * 100), "%.3f" % eff))
+        rows.append({"record": f, "name": name, "algo": a.get("algo", "reshard"), "system": sysname, "phase": phase,
+                     "measured_ms": meas, "predicted_ms": pred, "error": err, "effective_gbps": eff})
+        if phase == "total":
             errors.append(abs(err))
 if errors:
-    print("calibrate: %d runs, mean |error| of totals %.1f %%, worst %.1f %% (goal: within 25 %%)" %
-          (len(errors), 100 * sum(errors) / len(errors), 100 * max(errors)))
+    within = sum(1 for r in rows if abs(r["error"]) <= 0.25)
+    print("calibrate: %d runs, mean |error| of totals %.1f %%, worst %.1f %%; %d of %d rows within 25 %%" %
+          (len(errors), 100 * sum(errors) / len(errors), 100 * max(errors), within, len(rows)))
 if json_out:
-    json.dump({"format": "reshard-calibration", "version": 1, "rows": rows}, open(json_out, "w"), indent=1)
+    json.dump({"format": "reshard-calibration", "version": 2, "rows": rows}, open(json_out, "w"), indent=1)
 PY

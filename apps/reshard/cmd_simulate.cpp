@@ -1,5 +1,6 @@
 // reshard simulate: predicts a plan's time on a system (preset and/or explicit link parameters).
 // Pure computation over the plan file: no MPI, no GPU. Every bad flag is reported at once (exit 2).
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +20,8 @@ namespace {
 struct SimulateArgs {
   std::string plan, system = "h100-nvl8-ib400";
   std::string gpus_per_node, nvlink_gbps, nic_gbps, latency_us, nvlink_latency_us, nic_latency_us, launch_us,
-      per_op_us, streams, batch_ops, batch_bytes;
+      per_op_us, streams, batch_ops, batch_bytes, staging_bytes, copy_gbps, shared_copy_gbps, wire_copies,
+      per_copy_us, algo;
   bool json = false;
 };
 
@@ -68,13 +70,20 @@ int run_simulate(const SimulateArgs& a) {
   real(a.nic_latency_us, "--nic-latency-us", m.nic_latency_us);
   real(a.launch_us, "--launch-us", m.launch_us);
   real(a.per_op_us, "--per-op-us", m.per_op_us);
+  real(a.copy_gbps, "--copy-gbps", m.copy_gbps);
+  real(a.shared_copy_gbps, "--shared-copy-gbps", m.shared_copy_gbps);
+  real(a.wire_copies, "--wire-copies", m.wire_copies);
+  real(a.per_copy_us, "--per-copy-us", m.per_copy_us);
+  if (a.algo == "golden") m.algo = SimAlgo::Golden;
+  else if (!a.algo.empty() && a.algo != "reshard")
+    problems.add("--algo: expected reshard or golden, got '" + a.algo + "'");
   integer(a.streams, "--streams", m.streams, 1, 1024);
   integer(a.batch_ops, "--batch-ops", m.batch_ops, 1, INT64_MAX);
-  if (!a.batch_bytes.empty())
-    guarded(problems, [&] {
-      m.batch_bytes = parse_size(a.batch_bytes, "--batch-bytes");
-      m.max_message_bytes = m.batch_bytes;
-    });
+  if (!a.batch_bytes.empty()) guarded(problems, [&] { m.batch_bytes = parse_size(a.batch_bytes, "--batch-bytes"); });
+  if (!a.staging_bytes.empty())
+    guarded(problems, [&] { m.staging_bytes = parse_size(a.staging_bytes, "--staging-bytes"); });
+  // The executor's message cap (ExecOptions::max_message_bytes): staging, batch bytes, 1 GiB.
+  m.max_message_bytes = std::max<int64_t>(64, std::min({m.staging_bytes, m.batch_bytes, int64_t{1} << 30}));
   validate_system_model(m, problems);
   const size_t n = problems.list().size();
   problems.throw_if_any("invalid simulate configuration (" + std::to_string(n) + (n == 1 ? " problem):" : " problems):"));
@@ -95,7 +104,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand("simulate", "Predict a plan's time on a system (alpha-beta model, no GPU needed)");
   cmd->add_option("plan", args->plan, "Plan file (JSON or CBOR)")->required();
   cmd->add_option("--system", args->system,
-                  "System preset: h100-nvl8-ib400 (default), h200-nvl8-ib400, gb200-nvl72, cpu-mpi-local");
+                  "System preset: h100-nvl8-ib400 (default), h200-nvl8-ib400, gb200-nvl72, cpu-mpi-local, "
+                  "h200-shared-1gpu");
   cmd->add_option("--gpus-per-node", args->gpus_per_node, "Ranks per NVLink domain (rank / N = domain)");
   cmd->add_option("--nvlink-gbps", args->nvlink_gbps, "NVLink GB/s (1e9 B/s) per direction per GPU");
   cmd->add_option("--nic-gbps", args->nic_gbps, "NIC GB/s (1e9 B/s, not Gbit/s) per direction per GPU");
@@ -107,6 +117,13 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--streams", args->streams, "Executor streams (default 2)");
   cmd->add_option("--batch-ops", args->batch_ops, "Executor batch cap in ops (default 64)");
   cmd->add_option("--batch-bytes", args->batch_bytes, "Executor batch cap in bytes, e.g. 256Mi (default)");
+  cmd->add_option("--staging-bytes", args->staging_bytes, "Executor staging bytes, e.g. 256Mi (default)");
+  cmd->add_option("--algo", args->algo, "reshard (default) or golden (whole shards broadcast, as run --algo golden)");
+  cmd->add_option("--copy-gbps", args->copy_gbps, "Memory copy rate of one rank, GB/s (0: copies not modelled)");
+  cmd->add_option("--shared-copy-gbps", args->shared_copy_gbps,
+                  "Copy rate shared by all ranks of a domain (one host, one GPU), GB/s (0: not shared)");
+  cmd->add_option("--wire-copies", args->wire_copies, "Copies the transport makes per received byte");
+  cmd->add_option("--per-copy-us", args->per_copy_us, "Cost per copy issued, us");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->callback([&action, args] { action = [args] { return run_simulate(*args); }; });
 }

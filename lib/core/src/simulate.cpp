@@ -9,8 +9,10 @@
 #include <set>
 #include <tuple>
 
-#include "reshard/core/stats.h"
+#include "reshard/core/box.h"
 #include "reshard/core/schedule.h"
+#include "reshard/core/stats.h"
+#include "reshard/core/storage.h"
 #include "reshard/core/units.h"
 
 namespace reshard {
@@ -24,6 +26,8 @@ const char* to_string(LinkResource r) {
   }
   return "?";
 }
+
+const char* to_string(SimAlgo a) { return a == SimAlgo::Reshard ? "reshard" : "golden"; }
 
 void validate_system_model(const SystemModel& m, Problems& problems) {
   auto positive = [&](double v, const char* what) {
@@ -40,6 +44,11 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
   non_negative(m.nic_latency_us, "NIC latency (--latency-us)");
   non_negative(m.launch_us, "--launch-us");
   non_negative(m.per_op_us, "--per-op-us");
+  non_negative(m.copy_gbps, "--copy-gbps");
+  non_negative(m.shared_copy_gbps, "--shared-copy-gbps");
+  non_negative(m.wire_copies, "--wire-copies");
+  non_negative(m.per_copy_us, "--per-copy-us");
+  if (m.staging_bytes < 1) problems.add("--staging-bytes must be positive, got " + std::to_string(m.staging_bytes));
   if (m.streams < 1) problems.add("--streams must be at least 1, got " + std::to_string(m.streams));
   if (m.batch_ops < 1) problems.add("--batch-ops must be at least 1, got " + std::to_string(m.batch_ops));
   if (m.batch_bytes < 1) problems.add("--batch-bytes must be positive, got " + std::to_string(m.batch_bytes));
@@ -63,19 +72,29 @@ struct OpCost {
   uint32_t param = 0;
   bool receives = false;  // lands in this rank's storage (the executor tracks these params)
   bool fanout_root = false;
+  int64_t copy_bytes = 0;  // copied in this rank's memory (copy model)
+  int64_t copies = 0;      // copies this rank issues
+  int64_t staged = 0;      // staging the op takes (non-direct ops of staging transports)
+};
+
+// The local side of an op on one rank: its pieces (copies between the wire and the storages), their
+// bytes, and whether the wire buffer is one contiguous run of a storage (no staging, no copy).
+struct Pieces {
+  int64_t count = 0, bytes = 0;
+  bool direct = true;
 };
 
 struct RankState {
   // Current batch.
-  int64_t ops = 0, bytes = 0;
+  int64_t ops = 0, bytes = 0, copy_bytes = 0, copies = 0, staged = 0;
   Bytes4 res{};
   double latency = 0;
   uint32_t streams_used = 0;  // bit per stream (streams above 32 share bits; only the count matters)
   int stream_count = 0;
   std::vector<uint32_t> received;
   // Totals.
-  double seconds = 0;
-  int64_t batches = 0, total_ops = 0;
+  double seconds = 0, fixed_seconds = 0;  // fixed: launch and latency of its batches
+  int64_t batches = 0, total_ops = 0, total_copies = 0, total_copy_bytes = 0;
   Bytes4 total_res{};
 };
 
@@ -90,6 +109,7 @@ class Walker {
   Walker(const Plan& plan, const SystemModel& m) : plan_(plan), m_(m), ranks_(plan.world()) {
     beta_[0] = beta_[1] = m.nvlink_gbps * 1e9;
     beta_[2] = beta_[3] = m.nic_gbps * 1e9;
+    copies_ = m.copy_gbps > 0;
     domains_.resize(plan.groups.size());
     for (size_t g = 0; g < plan.groups.size(); ++g)
       for (int r : plan.groups[g].ranks) {  // sorted ranks: domains come in order
@@ -99,6 +119,16 @@ class Walker {
         }
         ++domains_[g].count.back();
       }
+    if (copies_) {  // where each rank's regions sit in its storages: what a pack or unpack copies
+      src_.resize(plan.world());
+      dst_.resize(plan.world());
+      for (int r = 0; r < plan.world(); ++r) {
+        for (const LocalStorage& st : src_storages(plan, r))
+          for (const StorageMember& mb : st.members) src_[r][mb.param] = st.shape;
+        for (const LocalStorage& st : dst_storages(plan, r))
+          for (const StorageMember& mb : st.members) dst_[r][mb.param].push_back({mb.box, st.shape});
+      }
+    }
   }
 
   void run(const Filter& f) {
@@ -108,6 +138,10 @@ class Walker {
         continue;
       }
       if (f.stage >= 0 && f.stage != plan_.params[u.index].pp_stage) continue;
+      if (m_.algo == SimAlgo::Golden) {
+        if (f.transfers) golden(u.index, u.stream);
+        continue;
+      }
       if (f.transfers) transfers(u.index, u.stream);
       if (f.fanouts) fanouts(u.index, u.stream);
     }
@@ -116,17 +150,65 @@ class Walker {
 
   const std::vector<RankState>& ranks() const { return ranks_; }
   double beta(int res) const { return beta_[res]; }
+  int64_t node(int rank) const { return rank / m_.gpus_per_node; }
 
  private:
-  int64_t node(int rank) const { return rank / m_.gpus_per_node; }
   double latency(bool nic) const { return (nic ? m_.nic_latency_us : m_.nvlink_latency_us) * 1e-6; }
 
-  // Pieces of `bytes` after the executor's split at max_message_bytes.
+  // Pieces of `bytes` after the executor's split at max_message_bytes, with their offsets.
   template <class F>
   void split(int64_t bytes, F&& each) const {
     const int64_t cap = std::max<int64_t>(m_.max_message_bytes, 1);
-    if (bytes <= cap) return each(bytes);
-    for (int64_t left = bytes; left > 0; left -= cap) each(std::min(left, cap));
+    if (bytes <= cap) return each(int64_t{0}, bytes);
+    for (int64_t at = 0; at < bytes; at += cap) each(at, std::min(bytes - at, cap));
+  }
+
+  // A region `box` of param p in rank r's destination storage (the member holding it).
+  Pieces dst_piece(int r, uint32_t p, const Box& box) const {
+    Pieces out{1, box.elements() * dtype_size(plan_.params[p].dtype), true};
+    if (!copies_) return out;
+    const auto it = dst_[r].find(p);
+    if (it == dst_[r].end()) return out;
+    for (const auto& [mbox, shape] : it->second)
+      if (it->second.size() == 1 || contains(mbox, box)) {
+        out.direct = is_contiguous(box.extent, shape);
+        break;
+      }
+    return out;
+  }
+  Pieces src_piece(int r, uint32_t p, const Box& box) const {
+    Pieces out{1, box.elements() * dtype_size(plan_.params[p].dtype), true};
+    if (!copies_) return out;
+    const auto it = src_[r].find(p);
+    if (it != src_[r].end()) out.direct = is_contiguous(box.extent, it->second);
+    return out;
+  }
+
+  // What the executor copies for one op of `b` wire bytes on a rank (see simulate.h, "Copies").
+  void charge(OpCost& op, bool sends, const Pieces& pieces, int64_t b, bool boxed) const {
+    if (!copies_) return;
+    if (boxed) {  // the receiver copies each piece straight; senders and discarding members copy nothing
+      if (!sends) {
+        op.copy_bytes += pieces.bytes;
+        op.copies += pieces.count;
+      }
+      return;
+    }
+    const bool direct = pieces.count > 0 && pieces.direct;
+    if (!direct) op.staged = (b + 63) / 64 * 64;
+    if (sends) {
+      if (!direct) {
+        op.copy_bytes += pieces.bytes;
+        op.copies += pieces.count;
+      }
+      return;
+    }
+    op.copy_bytes += static_cast<int64_t>(m_.wire_copies * static_cast<double>(b));
+    op.copies += 1;
+    if (!direct) {
+      op.copy_bytes += pieces.bytes;
+      op.copies += pieces.count;
+    }
   }
 
   void transfers(uint32_t p, int stream) {
@@ -135,46 +217,61 @@ class Walker {
     for (uint64_t i = param.transfer_begin; i < param.transfer_begin + param.transfer_count; ++i) {
       const Transfer& t = plan_.transfers[i];
       const bool nic = node(t.src) != node(t.dst);
-      split(t.box.elements() * es, [&](int64_t b) {
+      const Pieces from = src_piece(t.src, p, t.box), to = dst_piece(t.dst, p, t.box);
+      split(t.box.elements() * es, [&](int64_t, int64_t b) {
         OpCost send;
         send.stream = stream;
         send.bytes = b;
         send.res[res_index(nic, true)] = b;
         send.latency = latency(nic);
         send.param = p;
+        charge(send, true, {from.count, b, from.direct}, b, m_.box_ops);
         post(t.src, send);
-        OpCost recv = send;
-        recv.res = {};
+        OpCost recv;
+        recv.stream = stream;
+        recv.bytes = b;
         recv.res[res_index(nic, false)] = b;
+        recv.latency = latency(nic);
+        recv.param = p;
         recv.receives = true;
+        charge(recv, false, {to.count, b, to.direct}, b, m_.box_ops);
         post(t.dst, recv);
       });
     }
   }
 
-  // A broadcast of `bytes` from `root` over group `g`, posted by every member. Inside one domain: a
-  // pipelined ring (every member but the root receives, every member but the tail forwards). Across
-  // domains: a ring of domains, each entered once and its crossing striped over the NICs of its
-  // members (NCCL runs one channel per NIC), then forwarded inside the domain over NVLink.
-  void broadcast(int g, int root, int64_t bytes, uint32_t param, int stream, bool fanout) {
+  // A broadcast of `bytes` from `root` over group `g`, posted by every member; pieces(rank, at, b)
+  // gives a member's local side of the sub-message [at, at + b). Inside one domain: linear for at
+  // most linear_broadcast_max members (the root sends to each), else a pipelined ring (every member
+  // but the root receives, every member but the tail forwards). Across domains: a ring of domains,
+  // each entered once and its crossing striped over the NICs of its members (NCCL runs one channel
+  // per NIC), then forwarded inside the domain over NVLink.
+  template <class P>
+  void broadcast(int g, int root, int64_t bytes, uint32_t param, int stream, bool fanout, bool boxed, P&& pieces) {
     const std::vector<int>& members = plan_.groups[g].ranks;
     const size_t n = members.size();
     if (n < 2) return;
     const GroupDomains& gd = domains_[g];
     const bool nic = gd.nodes.size() > 1;
+    const bool linear = !nic && static_cast<int64_t>(n) <= m_.linear_broadcast_max;
     const int64_t root_node = node(root);
     const size_t root_d = static_cast<size_t>(
         std::lower_bound(gd.nodes.begin(), gd.nodes.end(), root_node) - gd.nodes.begin());
     const int64_t tail_node = gd.nodes[(root_d + gd.nodes.size() - 1) % gd.nodes.size()];
     const auto root_it = std::lower_bound(members.begin(), members.end(), root);
     const int tail = members[(static_cast<size_t>(root_it - members.begin()) + n - 1) % n];
-    const double lat = latency(nic) * std::ceil(std::log2(static_cast<double>(n)));
-    split(bytes, [&](int64_t b) {
+    const double lat =
+        latency(nic) * (linear ? 1.0 : std::ceil(std::log2(static_cast<double>(n))));
+    split(bytes, [&](int64_t at, int64_t b) {
       for (int r : members) {
         OpCost op;
         op.stream = stream;
         op.bytes = b;
-        if (!nic) {
+        const Pieces local = pieces(r, at, b);
+        if (linear) {
+          if (r == root) op.res[res_index(false, true)] = b * static_cast<int64_t>(n - 1);
+          else if (!(boxed && local.count == 0)) op.res[res_index(false, false)] = b;
+        } else if (!nic) {
           if (r != root) op.res[res_index(false, false)] = b;
           if (r != tail) op.res[res_index(false, true)] = b;
         } else {
@@ -191,6 +288,7 @@ class Walker {
         op.param = param;
         op.receives = r != root;
         op.fanout_root = fanout && r == root;
+        charge(op, r == root, local, b, boxed);
         post(r, op);
       }
     });
@@ -202,7 +300,53 @@ class Walker {
     for (uint64_t i = param.fanout_begin; i < param.fanout_begin + param.fanout_count; ++i) {
       const FanoutOp& f = plan_.fanouts[i];
       if (f.group < 0 || f.group >= static_cast<int>(plan_.groups.size())) continue;
-      broadcast(f.group, f.root, f.box.elements() * es, p, stream, true);
+      broadcast(f.group, f.root, f.box.elements() * es, p, stream, true, m_.box_ops, [&](int r, int64_t, int64_t b) {
+        const Pieces whole = dst_piece(r, p, f.box);
+        return Pieces{1, b, whole.direct};
+      });
+    }
+  }
+
+  // Golden: each distinct source shard whole, from its lowest holder, over the param's group; never
+  // boxed (every member receives the whole shard into staging; gen ranks unpack their intersections).
+  void golden(uint32_t p, int stream) {
+    const ParamPlan& param = plan_.params[p];
+    if (param.group < 0 || param.group >= static_cast<int>(plan_.groups.size())) return;
+    const int64_t es = dtype_size(param.dtype);
+    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, std::pair<int, Box>> shards;
+    std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> order;
+    for (int f = 0; f < param.src.mesh.size(); ++f) {
+      const Box b = param.src.local_box(param.shape, f);
+      if (b.empty()) continue;
+      auto key = std::make_pair(b.offset.to_vector(), b.extent.to_vector());
+      auto [it, fresh] = shards.try_emplace(key, param.src.mesh.ranks[f], b);
+      if (fresh) order.push_back(key);
+      else it->second.first = std::min(it->second.first, param.src.mesh.ranks[f]);
+    }
+    for (const auto& key : order) {
+      const auto& [holder, shard] = shards.at(key);
+      const int64_t row = shard.extent.n > 0 ? shard.elements() / std::max<int64_t>(shard.extent[0], 1) * es : es;
+      broadcast(param.group, holder, shard.elements() * es, p, stream, false, false, [&](int r, int64_t at, int64_t b) {
+        if (r == holder) return Pieces{1, b, true};  // the whole shard is its storage
+        Pieces out{0, 0, false};
+        if (!copies_ || !plan_.is_gen(r)) return out;
+        // The sub-message's rows of the shard (split_box cuts the outer dim first).
+        Box sub = shard;
+        if (sub.extent.n > 0 && b < shard.elements() * es) {
+          sub.offset[0] += at / row;
+          sub.extent[0] = std::max<int64_t>(b / row, 1);
+        }
+        const auto it = dst_.at(r).find(p);
+        if (it == dst_.at(r).end()) return out;
+        for (const auto& [mbox, shape] : it->second) {
+          const auto inter = intersect(sub, mbox);
+          if (!inter || inter->empty()) continue;
+          ++out.count;
+          out.bytes += inter->elements() * es;
+          out.direct = out.count == 1 && inter->extent == sub.extent && is_contiguous(inter->extent, shape);
+        }
+        return out;
+      });
     }
   }
 
@@ -210,16 +354,34 @@ class Walker {
     const MiscBucket& bucket = plan_.buckets[b];
     if (bucket.group < 0 || bucket.group >= static_cast<int>(plan_.groups.size())) return;
     broadcast(bucket.group, bucket.root, bucket.bytes, bucket.params.empty() ? 0 : bucket.params.front(), stream,
-              false);
+              false, m_.box_ops, [&](int r, int64_t at, int64_t bytes) {
+                Pieces out{0, 0, false};
+                if (r != bucket.root && !plan_.is_gen(r)) return out;  // receives and discards
+                for (uint32_t p : bucket.params) {
+                  const ParamPlan& param = plan_.params[p];
+                  const int64_t lo = std::max(at, param.bucket_offset);
+                  const int64_t hi = std::min(at + bytes, param.bucket_offset + param.bytes());
+                  if (lo >= hi) continue;
+                  ++out.count;
+                  out.bytes += hi - lo;
+                }
+                out.direct = out.count == 1 && out.bytes == bytes;
+                return out;
+              });
   }
 
   void post(int rank, const OpCost& op) {
     RankState& s = ranks_[rank];
     const bool depends =
         op.fanout_root && std::find(s.received.begin(), s.received.end(), op.param) != s.received.end();
-    if (s.ops > 0 && (s.ops >= m_.batch_ops || s.bytes + op.bytes > m_.batch_bytes || depends)) flush(s);
+    if (s.ops > 0 && (s.ops >= m_.batch_ops || s.bytes + op.bytes > m_.batch_bytes || depends ||
+                      s.staged + op.staged > m_.staging_bytes))
+      flush(s);
     ++s.ops;
     s.bytes += op.bytes;
+    s.copy_bytes += op.copy_bytes;
+    s.copies += op.copies;
+    s.staged += op.staged;
     for (int i = 0; i < kResources; ++i) {
       s.res[i] += op.res[i];
       s.total_res[i] += op.res[i];
@@ -237,11 +399,16 @@ class Walker {
     if (s.ops == 0) return;
     double wire = 0;
     for (int i = 0; i < kResources; ++i) wire = std::max(wire, static_cast<double>(s.res[i]) / beta_[i]);
-    s.seconds += m_.launch_us * 1e-6 * s.stream_count + m_.per_op_us * 1e-6 * static_cast<double>(s.ops) +
-                 s.latency + wire;
+    if (copies_) wire = std::max(wire, static_cast<double>(s.copy_bytes) / (m_.copy_gbps * 1e9));
+    const double fixed = m_.launch_us * 1e-6 * s.stream_count + s.latency;
+    s.seconds += fixed + m_.per_op_us * 1e-6 * static_cast<double>(s.ops) +
+                 m_.per_copy_us * 1e-6 * static_cast<double>(s.copies) + wire;
+    s.fixed_seconds += fixed;
     ++s.batches;
     s.total_ops += s.ops;
-    s.ops = s.bytes = 0;
+    s.total_copies += s.copies;
+    s.total_copy_bytes += s.copy_bytes;
+    s.ops = s.bytes = s.copy_bytes = s.copies = s.staged = 0;
     s.res = {};
     s.latency = 0;
     s.streams_used = 0;
@@ -257,9 +424,15 @@ class Walker {
   };
   std::vector<GroupDomains> domains_;
   std::array<double, kResources> beta_{};
+  bool copies_ = false;
+  std::vector<std::map<uint32_t, Dims>> src_;  // rank -> param -> its src storage's shape
+  std::vector<std::map<uint32_t, std::vector<std::pair<Box, Dims>>>> dst_;  // rank -> param -> (member box, storage shape)
 };
 
-SimPhase slowest(const std::string& name, const std::vector<RankState>& ranks) {
+// The slowest rank of a walk; with a shared memory system, also the busiest domain's copies at the
+// shared rate plus the fixed batch costs of its slowest-fixed rank, when that is longer.
+SimPhase slowest(const std::string& name, const Walker& w, const SystemModel& m) {
+  const std::vector<RankState>& ranks = w.ranks();
   SimPhase p;
   p.name = name;
   for (size_t r = 0; r < ranks.size(); ++r)
@@ -268,14 +441,40 @@ SimPhase slowest(const std::string& name, const std::vector<RankState>& ranks) {
       p.slowest_rank = static_cast<int>(r);
       p.batches = ranks[r].batches;
       p.ops = ranks[r].total_ops;
+      p.copies = ranks[r].total_copies;
     }
+  if (m.shared_copy_gbps <= 0 || m.copy_gbps <= 0) return p;
+  struct Domain {
+    int64_t bytes = 0;
+    double issue = 0, fixed = 0;
+  };
+  std::map<int64_t, Domain> domains;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    Domain& d = domains[w.node(static_cast<int>(r))];
+    d.bytes += ranks[r].total_copy_bytes;
+    if (m.serial_issue)
+      d.issue += 1e-6 * (m.per_op_us * static_cast<double>(ranks[r].total_ops) +
+                         m.per_copy_us * static_cast<double>(ranks[r].total_copies));
+    d.fixed = std::max(d.fixed, ranks[r].fixed_seconds);
+  }
+  for (const auto& [n, d] : domains) {
+    const double t = static_cast<double>(d.bytes) / (m.shared_copy_gbps * 1e9) + d.issue;
+    if (t > p.shared_copy_seconds) {
+      p.shared_copy_seconds = t;
+      p.shared_copy_bytes = d.bytes;
+    }
+    if (t + d.fixed > p.seconds) {
+      p.seconds = t + d.fixed;
+      p.shared_bound = true;
+    }
+  }
   return p;
 }
 
 SimPhase run_phase(const Plan& plan, const SystemModel& m, const std::string& name, const Filter& f) {
   Walker w(plan, m);
   w.run(f);
-  return slowest(name, w.ranks());
+  return slowest(name, w, m);
 }
 
 // See SimResult::lower_bound_seconds.
@@ -313,6 +512,25 @@ double lower_bound_time(const Plan& plan, const SystemModel& m, const PlanStats&
   return t;
 }
 
+// A shared memory system copies every byte a domain's gen ranks must receive at least once (a gen
+// rank holds no source shard: train and gen ranks are distinct).
+double shared_lower_bound_time(const Plan& plan, const SystemModel& m) {
+  if (m.shared_copy_gbps <= 0 || m.copy_gbps <= 0) return 0;
+  int64_t misc = 0;
+  for (const MiscBucket& b : plan.buckets) misc += b.bytes;
+  std::map<int64_t, int64_t> node_bytes;
+  for (int r = plan.train_world(); r < plan.world(); ++r) node_bytes[r / m.gpus_per_node] += misc;
+  for (const ParamPlan& param : plan.params) {
+    if (param.path != Path::Bulk) continue;
+    for (int f = 0; f < param.dst.mesh.size(); ++f)
+      node_bytes[param.dst.mesh.ranks[f] / m.gpus_per_node] +=
+          param.dst.local_box(param.shape, f).elements() * dtype_size(param.dtype);
+  }
+  double t = 0;
+  for (const auto& [n, bytes] : node_bytes) t = std::max(t, static_cast<double>(bytes) / (m.shared_copy_gbps * 1e9));
+  return t;
+}
+
 }  // namespace
 
 SimResult simulate(const Plan& plan, const SystemModel& model) {
@@ -332,7 +550,7 @@ SimResult simulate(const Plan& plan, const SystemModel& model) {
 
   Walker all(plan, model);
   all.run({});
-  const SimPhase total = slowest("total", all.ranks());
+  const SimPhase total = slowest("total", all, model);
   r.total_seconds = total.seconds;
   r.slowest_rank = total.slowest_rank;
   r.slowest_rank_batches = total.batches;
@@ -340,6 +558,7 @@ SimResult simulate(const Plan& plan, const SystemModel& model) {
     const RankState& s = all.ranks()[rank];
     r.nvlink_bytes += s.total_res[0];
     r.nic_bytes += s.total_res[2];
+    r.copy_bytes += s.total_copy_bytes;
     for (int i = 0; i < kResources; ++i) {
       const double t = static_cast<double>(s.total_res[i]) / all.beta(i);
       if (t > r.busiest_link_seconds) {
@@ -352,7 +571,7 @@ SimResult simulate(const Plan& plan, const SystemModel& model) {
   }
   const PlanStats stats = compute_stats(plan);
   r.lower_bound_bytes = stats.lower_bound_bytes;
-  r.lower_bound_seconds = lower_bound_time(plan, model, stats);
+  r.lower_bound_seconds = std::max(lower_bound_time(plan, model, stats), shared_lower_bound_time(plan, model));
   return r;
 }
 
@@ -368,7 +587,11 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
                       {"time_ms", p.seconds * 1e3},
                       {"slowest_rank", p.slowest_rank},
                       {"batches", p.batches},
-                      {"ops", p.ops}});
+                      {"ops", p.ops},
+                      {"copies", p.copies},
+                      {"shared_copy_bytes", p.shared_copy_bytes},
+                      {"shared_copy_ms", p.shared_copy_seconds * 1e3},
+                      {"bound", p.shared_bound ? "shared-memory" : "rank"}});
   return ordered_json{
       {"format", "reshard-simulate"},
       {"version", 1},
@@ -389,9 +612,18 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"nic_latency_us", m.nic_latency_us},
         {"launch_us", m.launch_us},
         {"per_op_us", m.per_op_us},
+        {"copy_gbps", m.copy_gbps},
+        {"shared_copy_gbps", m.shared_copy_gbps},
+        {"wire_copies", m.wire_copies},
+        {"per_copy_us", m.per_copy_us},
+        {"box_ops", m.box_ops},
+        {"serial_issue", m.serial_issue},
+        {"linear_broadcast_max", m.linear_broadcast_max},
         {"streams", m.streams},
         {"batch_ops", m.batch_ops},
-        {"batch_bytes", m.batch_bytes}}},
+        {"batch_bytes", m.batch_bytes},
+        {"staging_bytes", m.staging_bytes},
+        {"algo", to_string(m.algo)}}},
       {"phases", phases},
       {"bulk_time_ms", r.bulk_seconds * 1e3},
       {"misc_time_ms", r.misc_seconds * 1e3},
@@ -406,6 +638,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"time_ms", r.busiest_link_seconds * 1e3}}},
       {"nvlink_bytes", r.nvlink_bytes},
       {"nic_bytes", r.nic_bytes},
+      {"copy_bytes", r.copy_bytes},
       {"lower_bound_bytes", r.lower_bound_bytes},
       {"lower_bound_time_ms", r.lower_bound_seconds * 1e3},
       {"predicted_over_lower_bound", r.lower_bound_seconds > 0 ? r.total_seconds / r.lower_bound_seconds : 1.0}};
@@ -426,17 +659,23 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
   line("#  latency %.1f us NVLink / %.1f us NIC, launch %.1f us, per op %.2f us; streams %d, batch %lld ops / %s\n",
        m.nvlink_latency_us, m.nic_latency_us, m.launch_us, m.per_op_us, m.streams, static_cast<long long>(m.batch_ops),
        format_bytes(m.batch_bytes).c_str());
-  line("#\n#%-27s %12s %13s %9s %10s\n", " phase", "time_ms", "slowest_rank", "batches", "ops");
+  if (m.copy_gbps > 0)
+    line("#  copies %.1f GB/s per rank, %.1f GB/s shared per domain, %.2f per received byte, %.2f us each%s; algo %s\n",
+         m.copy_gbps, m.shared_copy_gbps, m.wire_copies, m.per_copy_us, m.box_ops ? ", box ops" : "",
+         to_string(m.algo));
+  line("#\n#%-27s %12s %13s %9s %10s %8s\n", " phase", "time_ms", "slowest_rank", "batches", "ops", "copies");
   for (const SimPhase& p : r.phases)
-    line(" %-27s %12.3f %13d %9lld %10lld\n", p.name.c_str(), p.seconds * 1e3, p.slowest_rank,
-         static_cast<long long>(p.batches), static_cast<long long>(p.ops));
+    line(" %-27s %12.3f %13d %9lld %10lld %8lld%s\n", p.name.c_str(), p.seconds * 1e3, p.slowest_rank,
+         static_cast<long long>(p.batches), static_cast<long long>(p.ops), static_cast<long long>(p.copies),
+         p.shared_bound ? "  (shared memory bound)" : "");
   line(" %-27s %12.3f\n", "bulk (all stages)", r.bulk_seconds * 1e3);
   line(" %-27s %12.3f\n", "sequential (bulk, then misc)", r.sequential_seconds * 1e3);
   line(" %-27s %12.3f %13d %9lld\n", "total (executor order)", r.total_seconds * 1e3, r.slowest_rank,
        static_cast<long long>(r.slowest_rank_batches));
   line("# busiest link: rank %d %s, %s, %.3f ms of wire time\n", r.busiest_rank, to_string(r.busiest_link),
        format_bytes(r.busiest_link_bytes).c_str(), r.busiest_link_seconds * 1e3);
-  line("# bytes over NVLink %s, over NICs %s\n", format_bytes(r.nvlink_bytes).c_str(), format_bytes(r.nic_bytes).c_str());
+  line("# bytes over NVLink %s, over NICs %s, copied in memory %s\n", format_bytes(r.nvlink_bytes).c_str(),
+       format_bytes(r.nic_bytes).c_str(), format_bytes(r.copy_bytes).c_str());
   line("# lower bound: %s on the busiest rank (plan), %.3f ms on this system; predicted total is %.2fx that\n",
        format_bytes(r.lower_bound_bytes).c_str(), r.lower_bound_seconds * 1e3,
        r.lower_bound_seconds > 0 ? r.total_seconds / r.lower_bound_seconds : 1.0);

@@ -21,6 +21,42 @@ SystemModel make(const char* name, int64_t gpus_per_node, double nvlink, double 
   return m;
 }
 
+// CPU MPI on one host (Open MPI shared memory, host staging): one domain whose ranks share the host's
+// memory system. Measured by `scripts/calibrate.sh --measure-host` on the 2-core VM, 4 ranks (medians
+// of three runs): one pair's MPI point-to-point 5.95 GB/s (the link), memcpy 12.1 GB/s one rank /
+// 12.0 GB/s all ranks at once, point-to-point 6.88 GB/s all pairs at once = 12.0 / 6.88 = 1.74 copies
+// per received byte. Open MPI's MPI_Ibcast (libnbc) is linear up to 4 members (its source). Latency,
+// launch and per-op costs are assumptions (they do not matter at tens of ops).
+SystemModel cpu_mpi_local() {
+  SystemModel m = make("cpu-mpi-local", int64_t{1} << 30, 5.95, 5.95, 2, 2, 1, 1);
+  m.copy_gbps = 12.1;
+  m.shared_copy_gbps = 12.0;
+  m.wire_copies = 1.74;
+  m.linear_broadcast_max = 4;
+  return m;
+}
+
+// All ranks on ONE H200 through cuda-ipc (results/gpu/gpu_runs.json): the link is the device memory,
+// every copy of every rank contends for it. Shared copy rate: the mean over the six records of
+// configs 1a, 1b, 2 of (total ceiling_gbps x gen ranks) = 1895 GB/s (each rank alone assumed as
+// fast). Box ops, one pull per received byte, every member pulls from the root (linear). Per batch
+// 0.5 ms of handshakes (docs/gpu.md, batch-size sweep of config 1a). The processes time-slice the GPU
+// (no MPS), so every rank's per-op and per-copy costs occupy it (serial_issue): per op 1.98 us and
+// per copy 1.49 us solve stress config 3's bulk.pp0 (one batch; reshard 45.190 ms: 16384 ops and
+// 8192 copies over all ranks; golden 63.714 ms: 16384 ops and 20480 copies), less the handshake and
+// the copy time. docs/performance.md has the arithmetic.
+SystemModel h200_shared_1gpu() {
+  SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, 1895, 1895, 500, 500, 0, 1.98);
+  m.copy_gbps = 1895;
+  m.shared_copy_gbps = 1895;
+  m.wire_copies = 1;
+  m.per_copy_us = 1.49;
+  m.serial_issue = true;
+  m.box_ops = true;
+  m.linear_broadcast_max = int64_t{1} << 30;
+  return m;
+}
+
 }  // namespace
 
 const std::vector<SystemModel>& system_presets() {
@@ -31,10 +67,8 @@ const std::vector<SystemModel>& system_presets() {
       make("h200-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5),
       // GB200 NVL72: one NVLink5 domain of 72 GPUs, 900 GB/s per direction peak; CX-7 400 Gb/s per GPU.
       make("gb200-nvl72", 72, 800, 47, 3, 10, 5, 0.5),
-      // CPU MPI on one host (shared-memory transport): everything is one domain. Bandwidth fitted on
-      // the one CPU run in results/ (2 + 2 ranks on a 2-core host, bulk busbw 2.36 GB/s); the rest
-      // are assumptions. Refit with scripts/calibrate.sh as more runs land.
-      make("cpu-mpi-local", int64_t{1} << 30, 2.4, 2.4, 2, 2, 1, 1),
+      cpu_mpi_local(),
+      h200_shared_1gpu(),
   };
   return presets;
 }

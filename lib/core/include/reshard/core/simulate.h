@@ -18,7 +18,21 @@
 //   domain they are pipelined rings over NVLink (every member but the root receives the bytes,
 //   every member but the root's predecessor forwards them). A group spanning domains is a ring of
 //   domains: each domain receives the bytes once over the NIC, striped over its members' NICs (NCCL
-//   runs a channel per NIC), and forwards them inside over NVLink.
+//   runs a channel per NIC), and forwards them inside over NVLink. Groups of at most
+//   linear_broadcast_max members broadcast linearly instead: the root sends the bytes to each member
+//   (Open MPI's MPI_Ibcast for <= 4 members; cuda-ipc, where every member pulls from the root).
+// - Copies (copy_gbps > 0; the host-staging and shared-device presets): what the executor copies in
+//   memory besides the wire: the sender's pack of a strided box into staging, the transport's wire
+//   copies (wire_copies per received byte), the receiver's unpack, each at copy_gbps on its rank.
+//   With box_ops (cuda-ipc) a receiver copies each piece straight, once, and a discarding member
+//   copies nothing. Issuing costs per_copy_us per copy; a batch's copy time (its rank's copied bytes
+//   / copy_gbps) and its wire time overlap (the larger counts), its issue costs add, as per_op_us does.
+// - Shared memory system (shared_copy_gbps > 0: all ranks of a domain on one host or one GPU): the
+//   domain's copies of every rank contend, so a phase also takes at least the domain's copied bytes /
+//   shared_copy_gbps (plus, with serial_issue, every rank's per-op and per-copy costs) plus the
+//   slowest rank's fixed batch costs.
+// - Golden (algo): every distinct source shard broadcast whole over the param's group from its lowest
+//   holder, received into staging by every member, the gen ranks unpacking their intersections.
 // Pure function of (plan, model); no MPI, no GPU.
 #pragma once
 #include <cstdint>
@@ -32,6 +46,8 @@
 
 namespace reshard {
 
+enum class SimAlgo : uint8_t { Reshard, Golden };
+
 struct SystemModel {
   std::string name;
   int64_t gpus_per_node = 8;       // ranks per NVLink domain
@@ -41,12 +57,26 @@ struct SystemModel {
   double nic_latency_us = 10;      // per batch that uses the NIC
   double launch_us = 5;            // per stream a batch posts to (group call + kernel launch)
   double per_op_us = 0.5;          // per op in a batch (enqueue cost)
+  // Memory copies (see the model above); copy_gbps == 0 leaves them out (the NVLink/NIC presets).
+  double copy_gbps = 0;            // one rank's copy rate, GB/s of bytes copied (each read + written)
+  double shared_copy_gbps = 0;     // > 0: a domain's ranks share one memory system at this aggregate rate
+  double wire_copies = 1;          // copies the transport makes per byte received (1: CMA, IPC pull)
+  double per_copy_us = 0;          // per copy issued (a piece of a pack, unpack or box copy)
+  bool box_ops = false;            // transport copies strided boxes straight: no pack, no unpack
+  // Shared memory system: every rank's per-op and per-copy costs occupy it too (one GPU time-sliced
+  // between processes, no MPS), so they add to the domain's copy time instead of overlapping it.
+  bool serial_issue = false;
+  int64_t linear_broadcast_max = 0;  // groups up to this size broadcast linearly (root -> each member)
   // The executor's knobs (ExecOptions defaults).
   int streams = 2;
   int64_t batch_ops = 64;
   int64_t batch_bytes = int64_t{256} << 20;
   int64_t max_message_bytes = int64_t{256} << 20;
+  int64_t staging_bytes = int64_t{256} << 20;  // staged (non-direct) ops of a batch must fit (copy model)
+  SimAlgo algo = SimAlgo::Reshard;
 };
+
+const char* to_string(SimAlgo a);
 
 // Problems with the values (non-positive bandwidths, ...) are added to `problems`.
 void validate_system_model(const SystemModel& m, Problems& problems);
@@ -57,6 +87,12 @@ struct SimPhase {
   int slowest_rank = 0;
   int64_t batches = 0;  // on the slowest rank
   int64_t ops = 0;      // on the slowest rank
+  int64_t copies = 0;   // on the slowest rank (copy model)
+  // Shared memory system: the busiest domain's copied bytes and what they take; the phase took
+  // that (plus fixed batch costs) when it exceeds the slowest rank's own time.
+  int64_t shared_copy_bytes = 0;
+  double shared_copy_seconds = 0;
+  bool shared_bound = false;  // the phase time is the shared memory system's, not a rank's
 };
 
 enum class LinkResource : uint8_t { NvlinkSend, NvlinkRecv, NicSend, NicRecv };
@@ -80,9 +116,11 @@ struct SimResult {
   double busiest_link_seconds = 0;
   // Bytes on each link class, summed over ranks (sent side).
   int64_t nvlink_bytes = 0, nic_bytes = 0;
+  int64_t copy_bytes = 0;  // bytes copied in memory, summed over ranks (copy model)
   // The plan's lower bound (compute_stats) and a time no schedule can beat on this system: the
   // bytes a rank must receive over both its links at once, or a domain's distinct needed bytes
-  // entering through all its NICs, whichever is larger (misc bytes included).
+  // entering through all its NICs, or (shared memory system) every byte a domain's gen ranks must
+  // receive copied once at shared_copy_gbps, whichever is larger (misc bytes included).
   int64_t lower_bound_bytes = 0;
   double lower_bound_seconds = 0;
 };

@@ -1,0 +1,164 @@
+// The copy model of `reshard simulate` (simulate.h, "Copies" and "Shared memory system") and the
+// shared-device and host presets, checked by hand on small plans.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "reshard/core/planner.h"
+#include "reshard/core/simulate.h"
+#include "reshard/core/system_presets.h"
+
+namespace reshard {
+namespace {
+
+// `n` MLP weights of 16 x 32 BF16 (1 KiB each), one norm (misc); DP `train` -> TP `tp`.
+Plan small_plan(int n, int train_gpus, int train_tp, int gen_gpus, int gen_tp, BulkMode bulk = BulkMode::Ffn) {
+  ModelMeta m;
+  m.name = "sim-copies";
+  for (int l = 0; l < n; ++l)
+    m.tensors.push_back({"model.layers." + std::to_string(l) + ".mlp.down_proj.weight", Dims{16, 32}, DType::BF16});
+  m.tensors.push_back({"model.norm.weight", Dims{32}, DType::BF16});
+  SystemConfig s;
+  s.train.num_gpus = train_gpus;
+  s.train.tp = train_tp;
+  s.gen.num_gpus = gen_gpus;
+  s.gen.tp = gen_tp;
+  PlanOptions o;
+  o.bulk = bulk;
+  return plan_reshard(m, s, o);
+}
+
+// One domain, every cost zero but the ones a test sets.
+SystemModel shared(double gbps) {
+  SystemModel m;
+  m.name = "shared-test";
+  m.gpus_per_node = 1 << 20;
+  m.nvlink_gbps = m.nic_gbps = m.copy_gbps = m.shared_copy_gbps = gbps;
+  m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
+  m.box_ops = true;
+  m.linear_broadcast_max = 1 << 20;
+  return m;
+}
+
+int64_t received_bulk_bytes(const Plan& p) {
+  int64_t b = 0;
+  for (const Transfer& t : p.transfers) b += t.box.elements() * 2;
+  return b;
+}
+
+TEST(SimulateCopies, BoxOpsCopyEveryReceivedByteOnce) {
+  const Plan p = small_plan(8, 1, 1, 2, 2);  // 1 -> TP2: each gen rank receives half of every weight
+  ASSERT_TRUE(p.buckets.size() <= 1u);
+  int64_t misc_to_gen = 0;
+  for (const MiscBucket& b : p.buckets) misc_to_gen += b.bytes * p.gen_world();
+  const SimResult r = simulate(p, shared(1));
+  EXPECT_EQ(r.copy_bytes, received_bulk_bytes(p) + misc_to_gen);
+  // All ranks share one memory system: the phase takes the bytes every rank copied, at the shared rate
+  // (here also the train rank's send time: it serves both gen ranks).
+  EXPECT_NEAR(r.phases.front().seconds, received_bulk_bytes(p) / 1e9, 1e-12);
+  EXPECT_EQ(r.phases.front().shared_copy_bytes, received_bulk_bytes(p));
+}
+
+TEST(SimulateCopies, SerialIssueAddsEveryRanksOpsAndCopies) {
+  // 1 train -> 1 gen rank, n params of 1 KiB, one batch: the gen rank issues n ops and n copies, the
+  // train rank n ops; with serial_issue the shared device pays all of them plus the bytes.
+  const int n = 16;
+  const Plan p = small_plan(n, 1, 1, 1, 1);
+  ASSERT_EQ(p.transfers.size(), static_cast<size_t>(n));
+  SystemModel m = shared(100);
+  m.per_op_us = 2;
+  m.per_copy_us = 3;
+  m.nvlink_latency_us = 50;  // one batch
+  m.batch_ops = 1 << 20;
+  const double bytes = static_cast<double>(received_bulk_bytes(p));
+  const SimResult own = simulate(p, m);  // the gen rank alone: latency + its ops and copies + its bytes
+  EXPECT_NEAR(own.phases.front().seconds, 50e-6 + n * 2e-6 + n * 3e-6 + bytes / 100e9, 1e-12);
+  m.serial_issue = true;
+  const SimResult serial = simulate(p, m);
+  EXPECT_NEAR(serial.phases.front().seconds, 50e-6 + 2 * n * 2e-6 + n * 3e-6 + bytes / 100e9, 1e-12);
+  EXPECT_TRUE(serial.phases.front().shared_bound);
+}
+
+TEST(SimulateCopies, StagingTransportsPackAndUnpackStridedBoxes) {
+  // down_proj 16 x 32 split over TP2 along dim 1: the sender's halves are strided (packed), the
+  // receivers' shards contiguous (received in place). The wire copies come on top.
+  const Plan p = small_plan(4, 1, 1, 2, 2);
+  SystemModel m = shared(1);
+  m.box_ops = false;
+  m.wire_copies = 2;
+  const SimResult r = simulate(p, m);
+  // The bucket holds one param: the root sends it in place, gen ranks receive it in place.
+  ASSERT_EQ(p.buckets.size(), 1u);
+  ASSERT_EQ(p.buckets[0].params.size(), 1u);
+  const int64_t misc = p.buckets[0].bytes * (p.world() - 1) * 2;
+  const int64_t bulk = received_bulk_bytes(p);
+  EXPECT_EQ(r.copy_bytes, bulk /* pack */ + 2 * bulk /* wire */ + misc);
+}
+
+TEST(SimulateCopies, LinearBroadcastRootSendsToEveryMember) {
+  // Misc only (no weights, one norm): the bucket root sends the bucket once per other member when the
+  // group has at most linear_broadcast_max members.
+  const Plan p = small_plan(0, 1, 1, 3, 1);
+  ASSERT_EQ(p.buckets.size(), 1u);
+  const int64_t members = static_cast<int64_t>(p.groups[p.buckets[0].group].ranks.size());
+  ASSERT_GE(members, 3);
+  SystemModel m = shared(1);
+  m.copy_gbps = m.shared_copy_gbps = 0;  // links only
+  const SimResult linear = simulate(p, m);
+  EXPECT_EQ(linear.busiest_link_bytes, p.buckets[0].bytes * (members - 1));
+  EXPECT_EQ(linear.busiest_link, LinkResource::NvlinkSend);
+  m.linear_broadcast_max = 0;  // pipelined ring: every member forwards once
+  EXPECT_EQ(simulate(p, m).busiest_link_bytes, p.buckets[0].bytes);
+}
+
+TEST(SimulateCopies, GoldenMovesWholeShardsAndIsSlower) {
+  const Plan p = small_plan(32, 2, 1, 2, 2);
+  SystemModel m = find_system_preset("h200-shared-1gpu");
+  const SimResult reshard = simulate(p, m);
+  m.algo = SimAlgo::Golden;
+  const SimResult golden = simulate(p, m);
+  EXPECT_GT(golden.copy_bytes, reshard.copy_bytes);
+  EXPECT_GT(golden.phases.front().seconds, reshard.phases.front().seconds);
+  EXPECT_EQ(golden.lower_bound_seconds, reshard.lower_bound_seconds);
+  EXPECT_LE(golden.lower_bound_seconds, golden.total_seconds);
+}
+
+TEST(SimulateCopies, PresetsAreValidAndCopyModelled) {
+  for (const char* name : {"cpu-mpi-local", "h200-shared-1gpu"}) {
+    const SystemModel m = find_system_preset(name);
+    Problems problems;
+    validate_system_model(m, problems);
+    EXPECT_TRUE(problems.empty()) << name;
+    EXPECT_GT(m.copy_gbps, 0) << name;
+    EXPECT_GT(m.shared_copy_gbps, 0) << name;
+    EXPECT_GE(m.wire_copies, 1) << name;
+  }
+  EXPECT_TRUE(find_system_preset("h200-shared-1gpu").box_ops);
+  EXPECT_EQ(find_system_preset("cpu-mpi-local").linear_broadcast_max, 4);  // Open MPI libnbc's MPI_Ibcast
+  EXPECT_EQ(find_system_preset("h100-nvl8-ib400").copy_gbps, 0);            // copies not modelled there
+}
+
+TEST(SimulateCopies, LowerBoundNeverExceedsThePredictionWithCopies) {
+  for (const SystemModel& preset : system_presets())
+    for (SimAlgo algo : {SimAlgo::Reshard, SimAlgo::Golden})
+      for (int n : {1, 64}) {
+        SystemModel m = preset;
+        m.algo = algo;
+        const SimResult r = simulate(small_plan(n, 2, 1, 2, 2), m);
+        EXPECT_GT(r.lower_bound_seconds, 0) << m.name;
+        EXPECT_LE(r.lower_bound_seconds, r.total_seconds * (1 + 1e-9)) << m.name << " " << to_string(algo);
+      }
+}
+
+TEST(SimulateCopies, BadCopyValuesAreReported) {
+  SystemModel m = shared(1);
+  m.copy_gbps = -1;
+  m.wire_copies = -2;
+  m.staging_bytes = 0;
+  Problems p;
+  validate_system_model(m, p);
+  EXPECT_EQ(p.list().size(), 3u);
+}
+
+}  // namespace
+}  // namespace reshard
