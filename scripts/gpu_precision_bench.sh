@@ -2,7 +2,9 @@
 # Issue-6 GPU measurements, run on the device machine after scripts/gpu_bench.sh (same build dir):
 #   * MXFP8 quantize throughput vs a device copy of the same bytes (bench/bench_quantize.cu);
 #   * refit time of the three precision pairs on one layout (Qwen3-4B shapes, DP2 -> TP2, 4 ranks on
-#     one GPU through cuda-ipc, --check): BF16 -> BF16, block-FP8 -> FP8, BF16 -> MXFP8.
+#     one GPU through cuda-ipc, --check): BF16 -> BF16, block-FP8 -> FP8, BF16 -> MXFP8; and into a
+#     Megatron destination: BF16 -> BF16 (megatron-bf16), block-FP8 dequantized on the sources ->
+#     BF16 (megatron-fp8) and -> MXFP8 (megatron-fp8mx).
 # Writes $OUT/gpu_precision.log and $OUT/gpu_precision.json (list of records).
 set -uo pipefail
 ROOT=$(pwd)
@@ -40,7 +42,12 @@ P=(--train-gpus 2 --train tp=1 --gen-gpus 2 --gen tp=2 --force)
 run "$RESHARD" plan --model plans/qwen3-4b.json "${P[@]}" -o "$WORK/bf16.json"
 run "$RESHARD" plan --model "$WORK/qwen3-4b-fp8.json" "${P[@]}" --gen-precision fp8 -o "$WORK/fp8.json"
 run "$RESHARD" plan --model plans/qwen3-4b.json "${P[@]}" --gen-precision mxfp8 -o "$WORK/mxfp8.json"
-for pair in bf16 fp8 mxfp8; do
+M=(--gen-layout megatron)
+run "$RESHARD" plan --model plans/qwen3-4b.json "${P[@]}" "${M[@]}" -o "$WORK/megatron-bf16.json"
+run "$RESHARD" plan --model "$WORK/qwen3-4b-fp8.json" "${P[@]}" "${M[@]}" -o "$WORK/megatron-fp8.json"
+run "$RESHARD" plan --model "$WORK/qwen3-4b-fp8.json" "${P[@]}" "${M[@]}" --gen-precision mxfp8 \
+  -o "$WORK/megatron-fp8mx.json"
+for pair in bf16 fp8 mxfp8 megatron-bf16 megatron-fp8 megatron-fp8mx; do
   for algo in reshard golden; do
     run mpirun --oversubscribe --allow-run-as-root --bind-to none -np 4 "$RESHARD" run --plan "$WORK/$pair.json" \
       --transport cuda-ipc --algo $algo --check --iters "$ITERS" --warmup 1 $RUN_FLAGS \
