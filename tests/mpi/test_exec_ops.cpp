@@ -9,6 +9,7 @@
 #include "reshard/core/model.h"
 #include "reshard/core/pattern.h"
 #include "reshard/core/planner.h"
+#include "reshard/exec/landing_layout.h"
 #include "reshard/exec/memory.h"
 #include "reshard/exec/ops.h"
 
@@ -110,6 +111,38 @@ TEST(HostRegionOps, DequantShardMatchesTheGlobalDequantPattern) {
   bf16[12345] ^= 0x0101;
   bf16[0] ^= 0x8000;
   EXPECT_EQ(host_count_wrong(bf16.data(), want), 3);
+}
+
+// Landings live from their first to their last op; the layout keeps those that are live at once
+// apart, reuses space otherwise, and the pool is no larger than the live peak needs here.
+TEST(LandingLayout, LiveLandingsNeverShareSpace) {
+  std::vector<Landing> landings;
+  for (int64_t elems : {100, 40, 40, 100, 8, 64}) landings.push_back(Landing{true, 0, 0, 0, Dims{elems}});
+  auto op = [](std::vector<int> ls) {
+    Op o;
+    for (int l : ls) o.pieces.push_back(Piece{0, Dims{1}, Dims{0}, Dims{0}, Dims{1}, l});
+    return o;
+  };
+  // 0 lives over ops 0-1; 1 and 2 share op 1-2 (a misc chunk and the next); 3 after 0 ended; 4 and 5 late.
+  const std::vector<Op> ops = {op({0}), op({0, 1, 2}), op({2, 3}), op({3}), op({}), op({4, 5, 4})};
+  const LandingLayout layout = layout_landings(ops, landings);
+  std::vector<int64_t> first(6, -1), last(6, -1);
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (int l : landings_of(ops[i])) {
+      if (first[l] < 0) first[l] = static_cast<int64_t>(i);
+      last[l] = static_cast<int64_t>(i);
+    }
+  for (int a = 0; a < 6; ++a)
+    for (int b = a + 1; b < 6; ++b) {
+      const bool live_together = first[a] <= last[b] && first[b] <= last[a];
+      const bool share = layout.offset[a] < layout.offset[b] + landing_bytes(landings[b]) &&
+                         layout.offset[b] < layout.offset[a] + landing_bytes(landings[a]);
+      EXPECT_FALSE(live_together && share) << a << " and " << b;
+    }
+  EXPECT_EQ(landings_of(ops[5]), (std::vector<int>{4, 5}));
+  EXPECT_EQ(layout.offset[3], 0);  // landing 0's space, free once op 1 is done
+  EXPECT_EQ(layout.max_op_bytes, 256 + 128 + 128);  // op 1: 200 + 80 + 80 bytes, 64-byte aligned
+  EXPECT_EQ(layout.pool_bytes, layout.max_op_bytes);
 }
 
 TEST(OpLists, SendsMatchReceivesAndBroadcastsAgree) {

@@ -27,13 +27,6 @@ RegionSpec region(const Plan& plan, const LocalStorage& s, const StorageMember& 
   return r;
 }
 
-// The distinct landings an op's pieces go through (usually none or one).
-std::vector<int> landings_of(const Op& op) {
-  std::vector<int> out;
-  for (const Piece& p : op.pieces)
-    if (p.landing >= 0 && std::find(out.begin(), out.end(), p.landing) == out.end()) out.push_back(p.landing);
-  return out;
-}
 
 }  // namespace
 
@@ -67,26 +60,24 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
       if (!boxed(op, static_cast<Algo>(a)) && !op.direct()) staged += align64(op.bytes());
     want = std::max(want, staged);
   }
-  // Landings (MXFP8 members, block-FP8 sources): the landings of any one op must fit --staging-bytes
-  // together; the pool holds that much, or all of them when they fit the flag.
-  const size_t landings = storages_.landings.size();
-  landing_at_.assign(landings, -1);
-  landing_pending_.assign(landings, 0);
-  int64_t landing_total = 0, landing_need = 0;
-  for (const Landing& l : storages_.landings) landing_total += align64(l.bytes());
-  for (int a = 0; a < 2 && landings > 0; ++a)
-    for (const Op& op : ops_[a]) {
-      int64_t need = 0;
-      for (int l : landings_of(op)) need += align64(storages_.landings[l].bytes());
-      landing_need = std::max(landing_need, need);
-      if (need > options_.staging_bytes)
-        throw config_error("param " + plan.params[op.param].name + ": its BF16 landing" +
-                           (landings_of(op).size() > 1 ? "s (one op touches several)" : "") + " of " +
-                           std::to_string(need) + " bytes on rank " + std::to_string(rank) +
-                           " exceed --staging-bytes " + std::to_string(options_.staging_bytes) +
-                           " (MXFP8 shards land whole before they are quantized, block-FP8 shards are "
-                           "dequantized whole before they are sent); raise --staging-bytes");
-    }
+  // Landings (MXFP8 members, block-FP8 sources): each must fit --staging-bytes; each algorithm's op
+  // list fixes where they sit in one pool (landing_layout.h), which holds what one op needs plus the
+  // landings still live across it (a misc chunk's params that continue into the next chunk).
+  landing_at_.assign(storages_.landings.size(), -1);
+  landing_pending_.assign(storages_.landings.size(), 0);
+  for (const Landing& l : storages_.landings)
+    if (landing_bytes(l) > options_.staging_bytes)
+      throw config_error("param " + plan.params[l.param].name + ": its BF16 landing of " +
+                         std::to_string(landing_bytes(l)) + " bytes on rank " + std::to_string(rank) +
+                         " exceeds --staging-bytes " + std::to_string(options_.staging_bytes) +
+                         (l.src_side ? " (block-FP8 shards are dequantized whole before they are sent)"
+                                     : " (MXFP8 shards land whole before they are quantized)") +
+                         "; raise --staging-bytes");
+  int64_t pool = 0;
+  for (int a = 0; a < 2; ++a) {
+    landing_layout_[a] = layout_landings(ops_[a], storages_.landings);
+    pool = std::max(pool, landing_layout_[a].pool_bytes);
+  }
   try {
     for (const LocalStorage& s : storages_.src) {
       src_buf_.push_back(memory_.alloc(s.bytes()));
@@ -98,7 +89,7 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
     }
     staging_size_ = std::min(want, options_.staging_bytes);
     if (staging_size_ > 0) staging_ = memory_.alloc(staging_size_);
-    landing_size_ = std::max(landing_need, std::min(landing_total, options_.staging_bytes));
+    landing_size_ = pool;
     if (landing_size_ > 0) landing_ = memory_.alloc(landing_size_);
   } catch (...) {
     for (void* p : src_buf_) memory_.free(p);
@@ -152,43 +143,30 @@ void* Executor::storage_ptr(const Op& op, const Piece& p) const {
   return static_cast<uint8_t*>(storage_base(op, p)) + linear_index(p.storage_offset, p.storage_shape) * op.elem_size;
 }
 
-// First fit in the landing pool among the open landings; -1 when no gap holds `bytes`.
-int64_t Executor::landing_gap(int64_t bytes) const {
-  std::vector<std::pair<int64_t, int64_t>> used;  // (begin, end)
-  for (int l : open_landings_) used.emplace_back(landing_at_[l], landing_at_[l] + align64(storages_.landings[l].bytes()));
-  std::sort(used.begin(), used.end());
-  int64_t at = 0;
-  for (const auto& [begin, end] : used) {
-    if (begin - at >= bytes) return at;
-    at = std::max(at, end);
-  }
-  return landing_size_ - at >= bytes ? at : -1;
-}
-
-// Opens the landings of `op` that are closed: ends the batch first when the pool is too full (the ops
-// of the batch then complete and release theirs), and dequantizes block-FP8 sources into theirs on
-// the op's stream (ordered before the op's copies and sends).
-void Executor::open_landings(const Op& op, Batch& batch) {
+// Opens the landings of `op` that are closed, at their place in the layout of `algo`: when a landing
+// still open is in the way (its last op is in this batch), the batch ends first and frees it.
+// Block-FP8 sources are dequantized into theirs on the op's stream (before the op's copies and sends).
+void Executor::open_landings(const Op& op, Algo algo, Batch& batch) {
+  const LandingLayout& layout = landing_layout_[static_cast<int>(algo)];
   for (int l : landings_of(op)) {
     if (landing_at_[l] >= 0) continue;
-    const int64_t bytes = align64(storages_.landings[l].bytes());
-    int64_t at = landing_gap(bytes);
-    if (at < 0 && !batch.ops.empty()) {
-      post_batch(batch);
-      at = landing_gap(bytes);
-    }
-    if (at < 0)
-      throw runtime_error("BF16 landing of " + plan_.params[storages_.landings[l].param].name + " (" +
-                          std::to_string(bytes) + " bytes) does not fit the landing pool of " +
-                          std::to_string(landing_size_) + " bytes beside the " +
-                          std::to_string(open_landings_.size()) + " landing(s) still open; raise --staging-bytes");
+    const int64_t at = layout.offset[l], end = at + landing_bytes(storages_.landings[l]);
+    auto in_the_way = [&] {
+      for (int k : open_landings_)
+        if (landing_at_[k] < end && at < landing_at_[k] + landing_bytes(storages_.landings[k])) return true;
+      return false;
+    };
+    if (in_the_way() && !batch.ops.empty()) post_batch(batch);
+    if (in_the_way())  // the layout rules this out; a bug if it happens
+      throw runtime_error("landing of " + plan_.params[storages_.landings[l].param].name +
+                          " overlaps an open landing after its batch ended");
     landing_at_[l] = at;
     open_landings_.push_back(l);
     const Landing& land = storages_.landings[l];
     if (!land.src_side) continue;
     const StorageMember& m = storages_.src[land.storage].members[land.member];
     memory_.dequant_block_fp8(src_buf_[land.storage], src_scale_buf_[land.storage], m.box.extent, m.box.offset,
-                              static_cast<uint8_t*>(landing_) + landing_at_[l], op.stream);
+                              static_cast<uint8_t*>(landing_) + at, op.stream);
   }
 }
 
@@ -249,7 +227,7 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
     if (staged > staging_size_)
       throw runtime_error("op of " + std::to_string(op->bytes()) + " bytes does not fit staging of " +
                           std::to_string(staging_size_) + " bytes");
-    open_landings(*op, batch);
+    open_landings(*op, algo, batch);
 
     const bool sends = op->kind == OpKind::Send || (op->kind == OpKind::Broadcast && op->root);
     void* wire = nullptr;  // stays null for box ops

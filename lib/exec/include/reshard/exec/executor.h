@@ -15,14 +15,16 @@
 // after the batch holding the member's last op on this rank, the landing is quantized into the e4m3
 // storage and its E8M0 scales. Block-FP8 sources of a Megatron destination (src_dequant) are
 // dequantized into a BF16 landing of their shard before their first op, and every op of theirs sends
-// from it. Landings are carved (first fit) from one pool of at most `staging_bytes` (or what one op
-// needs); a batch ends before a new landing that does not fit, and a closed landing's space is reused.
+// from it. Each landing must fit `staging_bytes`; the pool places landings whose live ranges in the
+// op list overlap apart (landing_layout.h), and a batch ends before a landing whose place is still
+// held by one that this batch finishes.
 // Not collective by itself; run()/run_phase() are collective over the ranks the ops involve.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "reshard/core/plan.h"
+#include "reshard/exec/landing_layout.h"
 #include "reshard/exec/memory.h"
 #include "reshard/exec/ops.h"
 #include "reshard/exec/transport.h"
@@ -76,9 +78,8 @@ class Executor {
   void post_batch(Batch& batch);
   void post_boxes(const Op& op);
   void* storage_base(const Op& op, const Piece& p) const;
-  void open_landings(const Op& op, Batch& batch);
+  void open_landings(const Op& op, Algo algo, Batch& batch);
   void close_landing(int landing, int stream);
-  int64_t landing_gap(int64_t bytes) const;
   int64_t count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong);
   void* storage_ptr(const Op& op, const Piece& p) const;
 
@@ -92,10 +93,11 @@ class Executor {
   std::vector<void*> src_buf_, dst_buf_, snapshot_;
   std::vector<void*> dst_scale_buf_, snapshot_scale_;  // MXFP8 storages' E8M0 scales (nullptr: none)
   std::vector<void*> src_scale_buf_;                   // block-FP8 sources' float32 scales (nullptr: none)
-  // Landing pool, first fit; per landing (RankStorages::landings) its offset (-1: closed) and the ops
-  // of the running op list still to complete; the open ones.
+  // Landing pool; per algorithm where each landing sits (landing_layout.h); per landing its offset
+  // while open (-1: closed) and the ops of the running op list still to complete; the open ones.
   void* landing_ = nullptr;
   int64_t landing_size_ = 0;
+  LandingLayout landing_layout_[2];
   std::vector<int64_t> landing_at_, landing_pending_;
   std::vector<int> open_landings_;
   std::vector<Op> ops_[2];  // by Algo

@@ -1,0 +1,30 @@
+// Where each landing (RankStorages::landings) sits in the executor's landing pool, fixed per op list.
+// A landing is live from the first to the last op of the list that goes through it; landings whose
+// live ranges overlap get disjoint space. So when a landing opens, the only landings in its way are
+// ones whose last op is already in the current batch: ending the batch frees the space, and the pool
+// never fragments (a first-fit pool at run time did, with misc buckets' many landings per op).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "reshard/exec/ops.h"
+
+namespace reshard {
+
+struct LandingLayout {
+  std::vector<int64_t> offset;  // per landing; -1: no op of the list uses it
+  int64_t pool_bytes = 0;
+  int64_t max_op_bytes = 0;  // the most any one op needs at once
+};
+
+// Bytes a landing takes in the pool (64-byte aligned, so kernels get aligned rows).
+int64_t landing_bytes(const Landing& l);
+
+// The distinct landings an op's pieces go through (usually none or one).
+std::vector<int> landings_of(const Op& op);
+
+// First fit in order of first use: each landing at the lowest offset clear of every landing still
+// live at its first op.
+LandingLayout layout_landings(const std::vector<Op>& ops, const std::vector<Landing>& landings);
+
+}  // namespace reshard
