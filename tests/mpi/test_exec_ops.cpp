@@ -125,7 +125,7 @@ TEST(LandingLayout, LiveLandingsNeverShareSpace) {
   };
   // 0 lives over ops 0-1; 1 and 2 share op 1-2 (a misc chunk and the next); 3 after 0 ended; 4 and 5 late.
   const std::vector<Op> ops = {op({0}), op({0, 1, 2}), op({2, 3}), op({3}), op({}), op({4, 5, 4})};
-  const LandingLayout layout = layout_landings(ops, landings);
+  const LandingLayout layout = layout_landings(ops, landings, 0);  // no budget: reuse at once
   std::vector<int64_t> first(6, -1), last(6, -1);
   for (size_t i = 0; i < ops.size(); ++i)
     for (int l : landings_of(ops[i])) {
@@ -143,6 +143,14 @@ TEST(LandingLayout, LiveLandingsNeverShareSpace) {
   EXPECT_EQ(layout.offset[3], 0);  // landing 0's space, free once op 1 is done
   EXPECT_EQ(layout.max_op_bytes, 256 + 128 + 128);  // op 1: 200 + 80 + 80 bytes, 64-byte aligned
   EXPECT_EQ(layout.pool_bytes, layout.max_op_bytes);
+  // With a budget, space is reused only after going round it: landing 3 goes after 2, not into 0's.
+  const LandingLayout ring = layout_landings(ops, landings, 4096);
+  EXPECT_EQ(ring.offset[3], 512);
+  EXPECT_EQ(ring.pool_bytes, 256 + 128 + 128 + 256 + 64 + 128);  // every landing fits the budget once
+  const LandingLayout tight = layout_landings(ops, landings, 640);  // landing 3 wraps; 4 follows it
+  EXPECT_EQ(tight.offset[3], 0);
+  EXPECT_EQ(tight.offset[4], 256);
+  EXPECT_EQ(tight.pool_bytes, 512);
 }
 
 TEST(OpLists, SendsMatchReceivesAndBroadcastsAgree) {

@@ -75,7 +75,7 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
                          "; raise --staging-bytes");
   int64_t pool = 0;
   for (int a = 0; a < 2; ++a) {
-    landing_layout_[a] = layout_landings(ops_[a], storages_.landings);
+    landing_layout_[a] = layout_landings(ops_[a], storages_.landings, options_.staging_bytes);
     pool = std::max(pool, landing_layout_[a].pool_bytes);
   }
   try {

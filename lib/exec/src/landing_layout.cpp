@@ -13,7 +13,7 @@ std::vector<int> landings_of(const Op& op) {
   return out;
 }
 
-LandingLayout layout_landings(const std::vector<Op>& ops, const std::vector<Landing>& landings) {
+LandingLayout layout_landings(const std::vector<Op>& ops, const std::vector<Landing>& landings, int64_t budget) {
   LandingLayout out;
   out.offset.assign(landings.size(), -1);
   std::vector<int64_t> first(landings.size(), -1), last(landings.size(), -1);
@@ -30,18 +30,32 @@ LandingLayout layout_landings(const std::vector<Op>& ops, const std::vector<Land
     }
     out.max_op_bytes = std::max(out.max_op_bytes, need);
   }
+  // Ring placement within `budget`: each landing goes to the first gap at or after the previous
+  // one's end, wrapping to the start when the budget is used up, so space is reused (and a batch
+  // ended for it) only once per `budget` bytes of landings, not once per landing.
+  int64_t total = 0;
+  for (int l : order) total += landing_bytes(landings[l]);
+  const int64_t cap = std::max<int64_t>(std::min(budget, total), 1);
   std::vector<int> live;  // placed landings whose last op is at or after the current first op
+  int64_t cursor = 0;
   for (int l : order) {
     live.erase(std::remove_if(live.begin(), live.end(), [&](int k) { return last[k] < first[l]; }), live.end());
     std::sort(live.begin(), live.end(), [&](int a, int b) { return out.offset[a] < out.offset[b]; });
     const int64_t bytes = landing_bytes(landings[l]);
-    int64_t at = 0;
-    for (int k : live) {
-      if (out.offset[k] - at >= bytes) break;
-      at = std::max(at, out.offset[k] + landing_bytes(landings[k]));
-    }
+    auto fit_from = [&](int64_t at) {  // first gap of `bytes` at or after `at` among the live landings
+      for (int k : live) {
+        const int64_t end = out.offset[k] + landing_bytes(landings[k]);
+        if (end <= at) continue;
+        if (out.offset[k] - at >= bytes) break;
+        at = end;
+      }
+      return at;
+    };
+    int64_t at = fit_from(cursor);
+    if (at + bytes > cap && cursor > 0) at = fit_from(0);
     out.offset[l] = at;
     out.pool_bytes = std::max(out.pool_bytes, at + bytes);
+    cursor = at + bytes;
     live.push_back(l);
   }
   return out;

@@ -3,6 +3,7 @@
 // live ranges overlap get disjoint space. So when a landing opens, the only landings in its way are
 // ones whose last op is already in the current batch: ending the batch frees the space, and the pool
 // never fragments (a first-fit pool at run time did, with misc buckets' many landings per op).
+// Reusing space ends a batch, so placement goes round the pool's budget rather than reusing early.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -23,8 +24,9 @@ int64_t landing_bytes(const Landing& l);
 // The distinct landings an op's pieces go through (usually none or one).
 std::vector<int> landings_of(const Op& op);
 
-// First fit in order of first use: each landing at the lowest offset clear of every landing still
-// live at its first op.
-LandingLayout layout_landings(const std::vector<Op>& ops, const std::vector<Landing>& landings);
+// In order of first use, each landing at the first offset clear of every landing still live at its
+// first op, going round a ring of `budget` bytes (at most the landings' total): the pool is the
+// budget, or more where the landings live at once need more.
+LandingLayout layout_landings(const std::vector<Op>& ops, const std::vector<Landing>& landings, int64_t budget);
 
 }  // namespace reshard
