@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -46,13 +47,26 @@ class CudaDequant : public testing::Test {
                       RegionSpec{shard.extent, Dims::zeros(shape.n), shard.extent, shape, shard.offset, 1, seed, true});
     std::vector<float> scales(static_cast<size_t>(fp8_block_cover(shard).extent.product()));
     host_fill_block_scales(scales.data(), shape, shard, scale_seed);
-    std::vector<uint16_t> want(values.size());
-    host_dequant_block_fp8(values.data(), scales.data(), shard.extent, shard.offset, want.data());
+    const Box whole{Dims::zeros(shape.n), shard.extent};
+    std::vector<uint16_t> want(values.size(), 0xA5A5);
+    host_dequant_block_fp8(values.data(), scales.data(), shard, whole, want.data());
 
+    const uint8_t* v = upload(values);
+    const float* s = upload(scales);
     uint16_t* out = upload(std::vector<uint16_t>(values.size(), 0xA5A5));
-    cuda_dequant_block_fp8(upload(values), upload(scales), shard.extent, shard.offset, out, nullptr);
+    cuda_dequant_block_fp8(v, s, shard, whole, out, nullptr);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(download(out, values.size()), want) << shape.str() << " " << shard.str();
+
+    // Sub-boxes (what one op sends) write exactly their box, on both sides: vector and scalar paths.
+    for (const Box& sub : sub_boxes(shard.extent)) {
+      std::vector<uint16_t> want_sub(values.size(), 0xA5A5);
+      host_dequant_block_fp8(values.data(), scales.data(), shard, sub, want_sub.data());
+      uint16_t* got = upload(std::vector<uint16_t>(values.size(), 0xA5A5));
+      cuda_dequant_block_fp8(v, s, shard, sub, got, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(download(got, values.size()), want_sub) << shape.str() << " " << shard.str() << " box " << sub.str();
+    }
 
     // The device check agrees with the host's: 0 on the result, 3 after flipping 3 bytes.
     RegionSpec r{shard.extent, Dims::zeros(shape.n), shard.extent, shape, shard.offset, 2, seed, false};
@@ -69,6 +83,34 @@ class CudaDequant : public testing::Test {
     cuda_count_wrong_dequant(flipped, r, counter2, nullptr);
     EXPECT_EQ(download(counter2, 1)[0], 3u);
     EXPECT_EQ(host_count_wrong(want.data(), r), 3);
+  }
+
+  // A few boxes inside a shard: halves along the first dim, an odd column window, a single row.
+  static std::vector<Box> sub_boxes(const Dims& extent) {
+    const int n = extent.n;
+    std::vector<Box> out;
+    if (extent.product() == 0) return out;
+    Box half{Dims::zeros(n), extent};
+    half.extent[0] = (extent[0] + 1) / 2;
+    out.push_back(half);
+    half.offset[0] = half.extent[0];
+    half.extent[0] = extent[0] - half.extent[0];
+    out.push_back(half);
+    Box window{Dims::zeros(n), extent};
+    window.offset[n - 1] = std::min<int64_t>(3, extent[n - 1] - 1);
+    window.extent[n - 1] = std::max<int64_t>(1, extent[n - 1] - window.offset[n - 1] - 5);
+    out.push_back(window);
+    Box aligned = window;  // a multiple-of-8 window that takes the vector path where the shard allows
+    aligned.offset[n - 1] = extent[n - 1] >= 16 ? 8 : 0;
+    aligned.extent[n - 1] = extent[n - 1] >= 16 ? (extent[n - 1] - 8) / 8 * 8 : extent[n - 1];
+    out.push_back(aligned);
+    Box row{Dims::zeros(n), extent};
+    for (int d = 0; d < n - 1; ++d) {
+      row.offset[d] = extent[d] / 2;
+      row.extent[d] = 1;
+    }
+    out.push_back(row);
+    return out;
   }
 
   std::vector<void*> owned_;

@@ -99,7 +99,10 @@ TEST(HostRegionOps, DequantShardMatchesTheGlobalDequantPattern) {
   EXPECT_EQ(scales.size(), 1u * 3u * 2u);  // rows 100..249 touch 2 blocks, cols 7..256 touch 3
   host_fill_block_scales(scales.data(), shape, shard, scale_seed);
   std::vector<uint16_t> bf16(values.size());
-  memory->dequant_block_fp8(values.data(), scales.data(), shard.extent, shard.offset, bf16.data(), 0);
+  // In two boxes (as two ops would), which together cover the shard.
+  const Box top{Dims{0, 0, 0}, Dims{1, 70, 250}}, bottom{Dims{0, 70, 0}, Dims{1, 80, 250}};
+  memory->dequant_block_fp8(values.data(), scales.data(), shard, top, bf16.data(), 0);
+  memory->dequant_block_fp8(values.data(), scales.data(), shard, bottom, bf16.data(), 0);
 
   RegionSpec want{shard.extent, Dims::zeros(3), shard.extent, shape, shard.offset, 2, seed, false};
   want.dequant = true;

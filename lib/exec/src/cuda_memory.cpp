@@ -94,9 +94,9 @@ class CudaMemory final : public Memory {
                       const Dims& offset, int stream) override {
     cuda_quantize_mxfp8(bf16, extent, values, scales, shape, offset, ctx_->stream(stream));
   }
-  void dequant_block_fp8(const void* values, const void* scales, const Dims& extent, const Dims& global_offset,
-                         void* out, int stream) override {
-    cuda_dequant_block_fp8(values, scales, extent, global_offset, out, ctx_->stream(stream));
+  void dequant_block_fp8(const void* values, const void* scales, const Box& shard, const Box& box, void* out,
+                         int stream) override {
+    cuda_dequant_block_fp8(values, scales, shard, box, out, ctx_->stream(stream));
   }
   void upload(void* dst, const void* host, int64_t bytes) override {
     RESHARD_CUDA_CHECK(cudaMemcpyAsync(dst, host, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, s0()));

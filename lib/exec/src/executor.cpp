@@ -163,10 +163,24 @@ void Executor::open_landings(const Op& op, Algo algo, Batch& batch) {
     landing_at_[l] = at;
     open_landings_.push_back(l);
     const Landing& land = storages_.landings[l];
-    if (!land.src_side) continue;
+    if (!land.src_side || land.by_box) continue;
     const StorageMember& m = storages_.src[land.storage].members[land.member];
-    memory_.dequant_block_fp8(src_buf_[land.storage], src_scale_buf_[land.storage], m.box.extent, m.box.offset,
-                              static_cast<uint8_t*>(landing_) + at, op.stream);
+    memory_.dequant_block_fp8(src_buf_[land.storage], src_scale_buf_[land.storage], m.box,
+                              Box{Dims::zeros(m.box.extent.n), m.box.extent}, static_cast<uint8_t*>(landing_) + at,
+                              op.stream);
+  }
+}
+
+// A sending op through by-box landings: its boxes are dequantized into the landing first (on its
+// stream, before its copies and sends).
+void Executor::dequant_boxes(const Op& op) {
+  for (const Piece& p : op.pieces) {
+    if (p.landing < 0 || !storages_.landings[p.landing].by_box) continue;
+    const Landing& land = storages_.landings[p.landing];
+    const StorageMember& m = storages_.src[land.storage].members[land.member];
+    memory_.dequant_block_fp8(src_buf_[land.storage], src_scale_buf_[land.storage], m.box,
+                              Box{p.storage_offset, p.extent}, static_cast<uint8_t*>(landing_) + landing_at_[p.landing],
+                              op.stream);
   }
 }
 
@@ -230,6 +244,7 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
     open_landings(*op, algo, batch);
 
     const bool sends = op->kind == OpKind::Send || (op->kind == OpKind::Broadcast && op->root);
+    if (sends && op->src_side) dequant_boxes(*op);
     void* wire = nullptr;  // stays null for box ops
     if (box) {
       post_boxes(*op);

@@ -68,9 +68,9 @@ class HostMemory final : public Memory {
     mxfp8_quantize_into(static_cast<const uint16_t*>(bf16), extent, static_cast<uint8_t*>(values),
                         static_cast<uint8_t*>(scales), shape, offset);
   }
-  void dequant_block_fp8(const void* values, const void* scales, const Dims& extent, const Dims& global_offset,
-                         void* out, int) override {
-    host_dequant_block_fp8(values, scales, extent, global_offset, out);
+  void dequant_block_fp8(const void* values, const void* scales, const Box& shard, const Box& box, void* out,
+                         int) override {
+    host_dequant_block_fp8(values, scales, shard, box, out);
   }
   void download(void* host, const void* src, int64_t bytes) override {
     std::memcpy(host, src, static_cast<size_t>(bytes));

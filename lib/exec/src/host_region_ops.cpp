@@ -135,21 +135,29 @@ void host_unpack(const void* in, void* tensor, const Dims& shape, const Dims& of
   host_copy_box(in, extent, Dims::zeros(extent.n), tensor, shape, offset, extent, elem_size);
 }
 
-void host_dequant_block_fp8(const void* values, const void* scales, const Dims& extent, const Dims& global_offset,
-                            void* out) {
-  const int n = extent.n;
+void host_dequant_block_fp8(const void* values, const void* scales, const Box& shard, const Box& box, void* out) {
+  const int n = shard.extent.n;
+  if (box.extent.product() == 0) return;
   const auto* v = static_cast<const uint8_t*>(values);
   const auto* sc = static_cast<const float*>(scales);
   auto* o = static_cast<uint16_t*>(out);
-  const Dims grid = fp8_block_cover(Box{global_offset, extent}).extent;
-  const int64_t rows = extent[n - 2], cols = extent[n - 1], lead = rows * cols == 0 ? 0 : extent.product() / (rows * cols);
-  const int64_t r0 = global_offset[n - 2] % kFp8BlockEdge, c0 = global_offset[n - 1] % kFp8BlockEdge;
-  for (int64_t l = 0; l < lead; ++l)
-    for (int64_t i = 0; i < rows; ++i) {
-      const float* block_row = sc + (l * grid[n - 2] + (r0 + i) / kFp8BlockEdge) * grid[n - 1];
-      const int64_t at = (l * rows + i) * cols;
-      for (int64_t j = 0; j < cols; ++j) o[at + j] = dequant_e4m3(v[at + j], block_row[(c0 + j) / kFp8BlockEdge]);
-    }
+  const Dims grid = fp8_block_cover(shard).extent;
+  const int64_t r0 = shard.offset[n - 2] % kFp8BlockEdge, c0 = shard.offset[n - 1] % kFp8BlockEdge;
+  // Rows of the box: every index of its first n-1 dims, in shard coordinates.
+  Dims idx = Dims::zeros(n), at = box.offset;
+  while (true) {
+    for (int d = 0; d < n - 1; ++d) at[d] = box.offset[d] + idx[d];
+    at[n - 1] = box.offset[n - 1];
+    int64_t lead = 0;  // the row's leading dims (before the last two), linear in the shard
+    for (int d = 0; d < n - 2; ++d) lead = lead * shard.extent[d] + at[d];
+    const float* block_row = sc + (lead * grid[n - 2] + (r0 + at[n - 2]) / kFp8BlockEdge) * grid[n - 1];
+    const int64_t row = linear_index(at, shard.extent);
+    for (int64_t j = 0; j < box.extent[n - 1]; ++j)
+      o[row + j] = dequant_e4m3(v[row + j], block_row[(c0 + at[n - 1] + j) / kFp8BlockEdge]);
+    int d = n - 2;
+    while (d >= 0 && ++idx[d] == box.extent[d]) idx[d--] = 0;
+    if (d < 0) return;
+  }
 }
 
 void host_fill_block_scales(float* scales, const Dims& shape, const Box& shard, uint64_t scale_seed) {

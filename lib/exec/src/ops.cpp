@@ -37,7 +37,8 @@ RankStorages rank_storages(const Plan& plan, int rank) {
     if (!s.src[i].block_fp8) continue;
     const StorageMember& m = s.src[i].members.at(0);
     s.src_landing[i] = static_cast<int>(s.landings.size());
-    s.landings.push_back(Landing{true, static_cast<int>(i), 0, m.param, m.box.extent});
+    s.landings.push_back(Landing{true, static_cast<int>(i), 0, m.param, m.box.extent,
+                                 plan.params[m.param].path == Path::Bulk});
   }
   s.dst_landing.resize(s.dst.size());
   for (size_t i = 0; i < s.dst.size(); ++i) {

@@ -8,10 +8,11 @@
 
 namespace reshard {
 
-// values: dense e4m3 [extent] whose origin in the param is global_offset; scales: dense float32 of
-// fp8_block_cover({global_offset, extent}).extent; out: dense BF16 [extent].
-void cuda_dequant_block_fp8(const void* values, const void* scales, const Dims& extent, const Dims& global_offset,
-                            void* out, void* stream);
+// Box `box` (shard coordinates) of a shard: values dense e4m3 [shard.extent] whose origin in the
+// param is shard.offset; scales dense float32 of fp8_block_cover(shard).extent; out dense BF16
+// [shard.extent], written inside the box only.
+void cuda_dequant_block_fp8(const void* values, const void* scales, const Box& shard, const Box& box, void* out,
+                            void* stream);
 // Adds to *device_counter the bytes of the (r.dequant) region that differ from dequant_pattern.
 void cuda_count_wrong_dequant(const void* storage, const RegionSpec& r, unsigned long long* device_counter,
                               void* stream);

@@ -13,9 +13,9 @@
 //
 // Landings (docs/precision.md): MXFP8 storage members receive BF16 into a landing of their extent;
 // after the batch holding the member's last op on this rank, the landing is quantized into the e4m3
-// storage and its E8M0 scales. Block-FP8 sources of a Megatron destination (src_dequant) are
-// dequantized into a BF16 landing of their shard before their first op, and every op of theirs sends
-// from it. Each landing must fit `staging_bytes`; the pool places landings whose live ranges in the
+// storage and its E8M0 scales. Block-FP8 sources of a Megatron destination (src_dequant) send from
+// a BF16 landing of their shard: each op dequantizes its own box into it first (a misc tensor is
+// dequantized whole when its landing opens). Each landing must fit `staging_bytes`; the pool places landings whose live ranges in the
 // op list overlap apart (landing_layout.h), and a batch ends before a landing whose place is still
 // held by one that this batch finishes.
 // Not collective by itself; run()/run_phase() are collective over the ranks the ops involve.
@@ -80,6 +80,7 @@ class Executor {
   void* storage_base(const Op& op, const Piece& p) const;
   void open_landings(const Op& op, Algo algo, Batch& batch);
   void close_landing(int landing, int stream);
+  void dequant_boxes(const Op& op);
   int64_t count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong);
   void* storage_ptr(const Op& op, const Piece& p) const;
 

@@ -41,11 +41,11 @@ class Memory {
   // last dim. Host: the CPU reference; CUDA: the kernel of cuda_quantize.h, ordered on `stream`.
   virtual void quantize_mxfp8(const void* bf16, const Dims& extent, void* values, void* scales, const Dims& shape,
                               const Dims& offset, int stream) = 0;
-  // Block-FP8 -> BF16 (host_dequant_block_fp8's contract): dense e4m3 `values` of `extent` at
-  // `global_offset` in the param, dense float32 `scales` of its block cover, into dense BF16 `out`.
-  // Host: the CPU reference; CUDA: the kernel of cuda_dequant.h, ordered on `stream`.
-  virtual void dequant_block_fp8(const void* values, const void* scales, const Dims& extent,
-                                 const Dims& global_offset, void* out, int stream) = 0;
+  // Block-FP8 -> BF16 of box `box` of a shard (host_dequant_block_fp8's contract): dense e4m3
+  // `values` of shard.extent at shard.offset in the param, dense float32 `scales` of its block cover,
+  // into the same box of dense BF16 `out`. Host: the CPU reference; CUDA: cuda_dequant.h on `stream`.
+  virtual void dequant_block_fp8(const void* values, const void* scales, const Box& shard, const Box& box, void* out,
+                                 int stream) = 0;
   // Copies `bytes` of a buffer of this memory into host memory (synchronous; for CPU-side checks).
   virtual void download(void* host, const void* src, int64_t bytes) = 0;
   // Copies `bytes` of host memory into a buffer of this memory (synchronous; set-up only).

@@ -66,6 +66,9 @@ struct Landing {
   int member = 0;   // the storage's member it stands for
   uint32_t param = 0;
   Dims extent;      // the member's box extent (BF16 elements)
+  // src: a bulk shard is dequantized op by op (each op's box, so replicas that send a part of their
+  // shard dequantize only that part); a misc tensor whole when the landing opens.
+  bool by_box = false;
   int64_t bytes() const { return extent.product() * 2; }
 };
 

@@ -33,11 +33,10 @@ int64_t host_count_wrong(const void* storage, const RegionSpec& r);
 // Copies the box (offset, extent) of a row-major tensor of `shape` into/out of a dense buffer.
 void host_pack(const void* tensor, const Dims& shape, const Dims& offset, const Dims& extent, int elem_size, void* out);
 void host_unpack(const void* in, void* tensor, const Dims& shape, const Dims& offset, const Dims& extent, int elem_size);
-// Block-FP8 -> BF16: the dense e4m3 shard `values` of `extent`, whose origin in the param is
-// `global_offset`, times its float32 scales (dense, fp8_block_cover({global_offset, extent}).extent),
-// into the dense BF16 buffer `out` of `extent`.
-void host_dequant_block_fp8(const void* values, const void* scales, const Dims& extent, const Dims& global_offset,
-                            void* out);
+// Block-FP8 -> BF16 of box `box` (shard coordinates) of a shard: the dense e4m3 `values` of
+// `shard.extent`, whose origin in the param is `shard.offset`, times its float32 scales (dense,
+// fp8_block_cover(shard).extent), into the same box of the dense BF16 buffer `out` of shard.extent.
+void host_dequant_block_fp8(const void* values, const void* scales, const Box& shard, const Box& box, void* out);
 // Writes the pattern scales of the blocks that box `shard` of a param of `shape` touches, dense.
 void host_fill_block_scales(float* scales, const Dims& shape, const Box& shard, uint64_t scale_seed);
 
