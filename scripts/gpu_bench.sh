@@ -12,7 +12,8 @@
 #   2. Qwen3-30B-A3B EP4 -> TP4 (8 ranks), layers 0-35 of 48 (src + dst of all 48 would not fit 141 GB)
 #   3. small-tensor stress: 4096 params of 32 KiB, DP2 -> TP2 (4 ranks): time per message
 #   plus NCCL's refusal of two ranks on one GPU (exit 2 with the message).
-# Env: BUILD (default build-gpu), JOBS (default nproc), ITERS (default 5), SKIP_BUILD=1, SKIP_CTEST=1,
+# Env: GIT_REV (recorded as the revision; default: git rev-parse in the tree),
+#      BUILD (default build-gpu), JOBS (default nproc), ITERS (default 5), SKIP_BUILD=1, SKIP_CTEST=1,
 #      CONFIGS (config ids to run, default "1a 1b 2 3"), RUN_FLAGS (`reshard run` flags for every run;
 #      default: 4 GiB / 4096-op batches, 1 GiB staging: on a GPU shared by all ranks each batch costs
 #      ~0.5 ms of handshakes and context switches; config 1a with box ops measured efficiency 0.40 at
@@ -149,7 +150,9 @@ env = {
     "cuda_driver_api": sh("nvidia-smi | grep -o 'CUDA Version: [0-9.]*'"),
     "nvcc": sh("nvcc --version | tail -2 | head -1") or sh("/usr/local/cuda/bin/nvcc --version | tail -2 | head -1"),
     "mpi": sh("mpirun --version | head -1"),
-    "git": sh("cd %s && git rev-parse --short HEAD && git status --short | wc -l" % root).replace("\n", " dirty files: "),
+    # GIT_REV: the revision as the caller knows it (a copied tree's .git can be stale on the device).
+    "git": os.environ.get("GIT_REV") or
+           sh("cd %s && git rev-parse --short HEAD && git status --short | wc -l" % root).replace("\n", " dirty files: "),
     "nccl_library": nccl_lib,
     "mps": os.environ.get("RESHARD_BENCH_MPS", "off"),
     "cuda_ipc_knobs": {k: v for k, v in os.environ.items() if k.startswith("RESHARD_CUDA_IPC_")},

@@ -31,8 +31,10 @@ def build(records, env):
               "through `--transport cuda-ipc`. Definitions: docs/gpu.md.", ""]
     lines += ["| | |", "|---|---|"]
     for key, label in [("gpus", "GPU"), ("driver", "driver"), ("cuda_driver_api", "CUDA (driver API)"),
-                       ("nvcc", "CUDA toolkit (nvcc)"), ("nccl", "NCCL"), ("mpi", "MPI"), ("git", "git")]:
-        lines.append("| %s | %s |" % (label, str(env.get(key, "?")).replace("\n", "<br>")))
+                       ("nvcc", "CUDA toolkit (nvcc)"), ("nccl", "NCCL"), ("mpi", "MPI"), ("mps", "CUDA MPS"),
+                       ("git", "git")]:
+        default = "off" if key == "mps" else "?"  # records from before MPS=1 existed ran without it
+        lines.append("| %s | %s |" % (label, str(env.get(key, default)).replace("\n", "<br>")))
     lines.append("")
     lines += ["| config | ranks | transport | algo | bytes | time ms (total) | algbw GB/s | busbw GB/s | "
               "ceiling GB/s | efficiency | plan_eff | speed-up vs golden | ops/rank | us/op | peak/rank | #wrong |",
