@@ -1,6 +1,7 @@
 #include "reshard/core/schedule.h"
 
 #include <algorithm>
+#include <map>
 
 namespace reshard {
 
@@ -29,6 +30,20 @@ std::vector<WorkUnit> work_units(const Plan& plan, int streams) {
     }
   }
   return order;
+}
+
+std::vector<GoldenShard> golden_shards(const ParamPlan& p) {
+  std::vector<GoldenShard> out;
+  std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t> seen;  // box -> index in out
+  for (int f = 0; f < p.src.mesh.size(); ++f) {
+    const Box b = p.src.local_box(p.shape, f);
+    if (b.empty()) continue;
+    const int rank = p.src.mesh.ranks[f];
+    auto [it, fresh] = seen.try_emplace({b.offset.to_vector(), b.extent.to_vector()}, out.size());
+    if (fresh) out.push_back(GoldenShard{rank, b});
+    else out[it->second].holder = std::min(out[it->second].holder, rank);
+  }
+  return out;
 }
 
 }  // namespace reshard

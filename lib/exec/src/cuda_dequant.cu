@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "cuda_check.h"
+#include "cuda_grid.h"
 #include "reshard/core/error.h"
 #include "reshard/core/fp8_block.h"
 #include "reshard/exec/cuda_dequant.h"
@@ -109,15 +110,6 @@ count_dequant_kernel(const uint8_t* storage, Shape storage_shape, Shape storage_
   if ((threadIdx.x & 31) == 0 && wrong != 0) atomicAdd(counter, wrong);
 }
 
-template <class Kernel>
-unsigned grid_for(Kernel kernel, int64_t items) {
-  int device = 0, sms = 0, per_sm = 0;
-  RESHARD_CUDA_CHECK(cudaGetDevice(&device));
-  RESHARD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  RESHARD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
-  const int64_t needed = (items + kThreads - 1) / kThreads, cap = int64_t{sms} * (per_sm > 0 ? per_sm : 1);
-  return static_cast<unsigned>(needed < cap ? needed : cap);
-}
 
 }  // namespace
 
@@ -151,11 +143,8 @@ void cuda_dequant_block_fp8(const void* values, const void* scales, const Box& s
                       reinterpret_cast<uintptr_t>(o) % 16 == 0;
   const auto st = static_cast<cudaStream_t>(stream);
   const auto* sc = static_cast<const float*>(scales);
-  if (vector) {
-    dequant_kernel<true><<<grid_for(dequant_kernel<true>, b.rows * kThreads), kThreads, 0, st>>>(v, sc, o, b);
-  } else {
-    dequant_kernel<false><<<grid_for(dequant_kernel<false>, b.rows * kThreads), kThreads, 0, st>>>(v, sc, o, b);
-  }
+  auto* kernel = vector ? dequant_kernel<true> : dequant_kernel<false>;
+  kernel<<<grid_for(kernel, b.rows * kThreads, kThreads), kThreads, 0, st>>>(v, sc, o, b);
   RESHARD_CUDA_CHECK_LAUNCH(dequant_kernel);
 }
 
@@ -167,7 +156,8 @@ void cuda_count_wrong_dequant(const void* storage, const RegionSpec& r, unsigned
                         r.extent.str() + " of " + r.global_shape.str());
   const int64_t elements = r.extent.product();
   if (elements == 0) return;
-  count_dequant_kernel<<<grid_for(count_dequant_kernel, elements), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  const auto st = static_cast<cudaStream_t>(stream);
+  count_dequant_kernel<<<grid_for(count_dequant_kernel, elements, kThreads), kThreads, 0, st>>>(
       static_cast<const uint8_t*>(storage), shape_of(r.storage_shape), shape_of(r.storage_offset), shape_of(r.extent),
       shape_of(r.global_shape), shape_of(r.global_offset), elements, r.seed, r.scale_seed, device_counter);
   RESHARD_CUDA_CHECK_LAUNCH(count_dequant_kernel);

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "cuda_check.h"
+#include "cuda_grid.h"
 #include "reshard/core/error.h"
 #include "reshard/core/mxfp8.h"
 #include "reshard/exec/cuda_quantize.h"
@@ -223,15 +224,6 @@ BoxRuns box_runs(const Dims& extent, const Dims& shape, const Dims& offset, int6
   return box;
 }
 
-template <class Kernel>
-unsigned grid_for(Kernel kernel, int64_t items) {
-  int device = 0, sms = 0, per_sm = 0;
-  RESHARD_CUDA_CHECK(cudaGetDevice(&device));
-  RESHARD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  RESHARD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0));
-  const int64_t needed = (items + kThreads - 1) / kThreads, cap = int64_t{sms} * (per_sm > 0 ? per_sm : 1);
-  return static_cast<unsigned>(needed < cap ? needed : cap);
-}
 
 }  // namespace
 
@@ -257,7 +249,7 @@ void cuda_quantize_mxfp8(const void* bf16, const Dims& extent, void* values, voi
   const BoxRuns box = box_runs(extent, shape, offset, groups);
   if (reinterpret_cast<uintptr_t>(bf16) % 16 != 0 || reinterpret_cast<uintptr_t>(values) % 8 != 0) {
     const int64_t blocks = elements / kMxBlock;
-    quantize_scalar_kernel<<<grid_for(quantize_scalar_kernel, blocks), kThreads, 0, st>>>(
+    quantize_scalar_kernel<<<grid_for(quantize_scalar_kernel, blocks, kThreads), kThreads, 0, st>>>(
         static_cast<const uint16_t*>(bf16), v, s, box, blocks);
     RESHARD_CUDA_CHECK_LAUNCH(quantize_scalar_kernel);
     return;
@@ -265,10 +257,10 @@ void cuda_quantize_mxfp8(const void* bf16, const Dims& extent, void* values, voi
   const auto* in = static_cast<const uint4*>(bf16);
   if (convert == Mxfp8Convert::kHardware) {
     auto* kernel = quantize_vector_kernel<Mxfp8Convert::kHardware>;
-    kernel<<<grid_for(kernel, groups), kThreads, 0, st>>>(in, v, s, box, groups);
+    kernel<<<grid_for(kernel, groups, kThreads), kThreads, 0, st>>>(in, v, s, box, groups);
   } else {
     auto* kernel = quantize_vector_kernel<Mxfp8Convert::kInteger>;
-    kernel<<<grid_for(kernel, groups), kThreads, 0, st>>>(in, v, s, box, groups);
+    kernel<<<grid_for(kernel, groups, kThreads), kThreads, 0, st>>>(in, v, s, box, groups);
   }
   RESHARD_CUDA_CHECK_LAUNCH(quantize_vector_kernel);
 }

@@ -2,7 +2,6 @@
 #include "reshard/exec/ops.h"
 
 #include <algorithm>
-#include <map>
 
 #include "reshard/core/error.h"
 #include "reshard/core/schedule.h"
@@ -207,18 +206,9 @@ class OpBuilder {
     const ParamPlan& param = plan_.params[p];
     if (param.group < 0 || !in_group_[param.group]) return;
     const int es = dtype_size(param.dtype);
-    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, std::pair<int, Box>> shards;  // -> lowest holder
-    std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> order;
-    for (int f = 0; f < param.src.mesh.size(); ++f) {
-      const Box b = param.src.local_box(param.shape, f);
-      if (b.empty()) continue;
-      auto key = std::make_pair(b.offset.to_vector(), b.extent.to_vector());
-      auto [it, fresh] = shards.try_emplace(key, param.src.mesh.ranks[f], b);
-      if (fresh) order.push_back(key);
-      else it->second.first = std::min(it->second.first, param.src.mesh.ranks[f]);
-    }
-    for (const auto& key : order) {
-      const auto& [holder, shard] = shards.at(key);
+    for (const GoldenShard& gs : golden_shards(param)) {
+      const int holder = gs.holder;
+      const Box& shard = gs.box;
       Op proto = base(OpKind::Broadcast, stream, param.group, holder, param.pp_stage, p, es);
       proto.root = holder == rank_;
       proto.src_side = proto.root;

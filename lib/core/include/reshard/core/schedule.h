@@ -2,7 +2,7 @@
 // its fan-outs) or one misc bucket (placed at its first param); a unit goes to stream
 // (train PP stage % streams) and units are taken round-robin over the streams. Every rank derives
 // the same order from the plan alone: the executor's deadlock-freedom argument rests on it, and the
-// simulator walks the same order so that its batches mirror the executor's.
+// simulator walks the same order so that its batches mirror the executor's. Golden's shards too.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -18,5 +18,13 @@ struct WorkUnit {
 };
 
 std::vector<WorkUnit> work_units(const Plan& plan, int streams);
+
+// What the golden algorithm broadcasts for a bulk param: each distinct source shard whole (no empty
+// ones), from its lowest holder, in the order the src mesh first holds them.
+struct GoldenShard {
+  int holder = 0;  // global rank
+  Box box;
+};
+std::vector<GoldenShard> golden_shards(const ParamPlan& p);
 
 }  // namespace reshard
