@@ -4,11 +4,12 @@
 #
 # usage: scripts/calibrate.sh [--build DIR] [--system PRESET] [--json OUT] [RUN_JSON|DIR ...]
 #        scripts/calibrate.sh --measure-host [NP]   (the cpu-mpi-local microbenchmark, JSON on stdout)
-#   default inputs: results/*.json and results/gpu/*.json: records of format "reshard-run", alone or
-#             in a JSON list (results/gpu/gpu_runs.json). Each record is simulated with its own algo,
-#             streams, batch caps and staging.
-#   --system: the preset for every record; default cpu-mpi-local for transport "mpi",
-#             h200-shared-1gpu for cuda-ipc records whose ranks share one device, else h100-nvl8-ib400.
+#   default inputs: results/*.json, results/gpu/*.json and results/gpu/mps/*.json: records of format
+#             "reshard-run", alone or in a JSON list (gpu_runs.json). Each record is simulated with its
+#             own algo, streams, batch caps and staging.
+#   --system: the preset for every record; default cpu-mpi-local for transport "mpi"; for cuda-ipc
+#             records whose ranks share one device h200-shared-1gpu, or h200-shared-1gpu-mps when the
+#             gpu_env.json beside the record says "mps": "on"; else h100-nvl8-ib400.
 #             Extra `reshard simulate` flags: RESHARD_SIMULATE_FLAGS.
 # A record's plan is found at its arguments.plan path, else at results/plans/<fingerprint>.{cbor,json},
 # else rebuilt with `reshard plan` from results/plans/recipes.json into $BUILD/calibrate-plans; a plan
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     --system) SYSTEM=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --measure-host) MEASURE_HOST=${2:-4}; shift $(( $# > 1 ? 2 : 1 )) ;;
-    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
     *) INPUTS+=("$1"); shift ;;
   esac
 done
@@ -96,12 +97,19 @@ CPP
   mpicxx -O2 -std=c++17 "$TMP/host_copy_bench.cpp" -o "$TMP/host_copy_bench"
   exec mpirun --oversubscribe -np "$MEASURE_HOST" "$TMP/host_copy_bench"
 fi
-[ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu)
+[ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu results/gpu/mps)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import json, os, shlex, subprocess, sys
 
 reshard, system, json_out, cache, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 extra = shlex.split(os.environ.get("RESHARD_SIMULATE_FLAGS", ""))
+def mps_on(f):  # the run's gpu_env.json (beside its records) says whether CUDA MPS was on
+    try:
+        env = json.load(open(os.path.join(os.path.dirname(f), "gpu_env.json")))
+    except (OSError, ValueError):
+        return False
+    return str(env.get("mps", "")).strip().lower() == "on"
+
 files = []
 for p in inputs:
     files += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".json")) if os.path.isdir(p) else [p]
@@ -116,6 +124,8 @@ for f in files:
             name = os.path.splitext(os.path.basename(f))[0]
             if isinstance(d, list):
                 name += ":" + rec.get("config", str(i)).split(" ")[0]
+            if mps_on(f):
+                name = "mps/" + name
             records.append((f, name, rec))
 if not records:
     sys.exit("calibrate: no reshard-run records in " + " ".join(inputs))
@@ -146,23 +156,24 @@ def plan_path(rec):
     subprocess.run([reshard, "plan"] + args + ["--force", "-o", out], check=True, capture_output=True)
     return out
 
-def preset(rec):
+def preset(f, rec):
     transport = rec["arguments"].get("transport")
     if transport == "mpi":
         return "cpu-mpi-local"
     if transport == "cuda-ipc" and " of 1," in rec.get("versions", {}).get("device", ""):
-        return "h200-shared-1gpu"  # every rank on the one device
+        # every rank on the one device; under MPS their kernels run concurrently
+        return "h200-shared-1gpu-mps" if mps_on(f) else "h200-shared-1gpu"
     return "h100-nvl8-ib400"
 
 rows, errors = [], []
-fmt = "%-30s %-7s %-16s %-9s %11s %12s %8s %9s"
+fmt = "%-30s %-7s %-20s %-9s %11s %12s %8s %9s"
 print(fmt % ("record", "algo", "system", "phase", "measured_ms", "predicted_ms", "error", "eff_GB/s"))
 for f, name, rec in records:
     plan = plan_path(rec)
     if plan is None:
         print("%-30s skipped: plan %s not found (no file, no recipe)" % (name, rec["plan"]["fingerprint"]))
         continue
-    sysname = system or preset(rec)
+    sysname = system or preset(f, rec)
     a = rec["arguments"]
     args = [reshard, "simulate", plan, "--system", sysname, "--json", "--algo", a.get("algo", "reshard"),
             "--streams", str(a.get("streams", 2)), "--batch-ops", str(a.get("batch_ops", 64)),

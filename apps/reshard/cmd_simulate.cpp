@@ -21,7 +21,7 @@ struct SimulateArgs {
   std::string plan, system = "h100-nvl8-ib400";
   std::string gpus_per_node, nvlink_gbps, nic_gbps, latency_us, nvlink_latency_us, nic_latency_us, launch_us,
       per_op_us, streams, batch_ops, batch_bytes, staging_bytes, copy_gbps, shared_copy_gbps, wire_copies,
-      per_copy_us, algo;
+      per_copy_us, per_launch_us, algo;
   bool json = false;
 };
 
@@ -74,6 +74,7 @@ int run_simulate(const SimulateArgs& a) {
   real(a.shared_copy_gbps, "--shared-copy-gbps", m.shared_copy_gbps);
   real(a.wire_copies, "--wire-copies", m.wire_copies);
   real(a.per_copy_us, "--per-copy-us", m.per_copy_us);
+  real(a.per_launch_us, "--per-launch-us", m.per_launch_us);
   if (a.algo == "golden") m.algo = SimAlgo::Golden;
   else if (!a.algo.empty() && a.algo != "reshard")
     problems.add("--algo: expected reshard or golden, got '" + a.algo + "'");
@@ -105,7 +106,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("plan", args->plan, "Plan file (JSON or CBOR)")->required();
   cmd->add_option("--system", args->system,
                   "System preset: h100-nvl8-ib400 (default), h200-nvl8-ib400, gb200-nvl72, cpu-mpi-local, "
-                  "h200-shared-1gpu");
+                  "h200-shared-1gpu, h200-shared-1gpu-mps");
   cmd->add_option("--gpus-per-node", args->gpus_per_node, "Ranks per NVLink domain (rank / N = domain)");
   cmd->add_option("--nvlink-gbps", args->nvlink_gbps, "NVLink GB/s (1e9 B/s) per direction per GPU");
   cmd->add_option("--nic-gbps", args->nic_gbps, "NIC GB/s (1e9 B/s, not Gbit/s) per direction per GPU");
@@ -124,6 +125,9 @@ void add_simulate_command(CLI::App& app, Action& action) {
                   "Copy rate shared by all ranks of a domain (one host, one GPU), GB/s (0: not shared)");
   cmd->add_option("--wire-copies", args->wire_copies, "Copies the transport makes per received byte");
   cmd->add_option("--per-copy-us", args->per_copy_us, "Cost per copy issued, us");
+  cmd->add_option("--per-launch-us", args->per_launch_us,
+                  "Cost per copy launch (each pack or unpack; the transport's batched copies per batch, "
+                  "stream and peer), us");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->callback([&action, args] { action = [args] { return run_simulate(*args); }; });
 }

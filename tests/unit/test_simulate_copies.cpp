@@ -79,6 +79,38 @@ TEST(SimulateCopies, SerialIssueAddsEveryRanksOpsAndCopies) {
   EXPECT_TRUE(serial.phases.front().shared_bound);
 }
 
+TEST(SimulateCopies, TransportCopiesOfABatchShareOneLaunchPerPeer) {
+  // 1 train -> 1 gen rank, n box-op receives from one peer on one stream, batches of 4 ops: the gen rank
+  // pays one batched launch per batch (cuda-ipc launches a pass's copies at once), not one per copy.
+  const int n = 16;
+  const Plan p = small_plan(n, 1, 1, 1, 1);
+  SystemModel m = shared(1e6);
+  m.per_launch_us = 7;
+  m.batch_ops = 4;
+  const SimPhase bulk = simulate(p, m).phases.front();
+  EXPECT_EQ(bulk.launches, n / 4);
+  EXPECT_EQ(bulk.copies, n);
+  EXPECT_EQ(bulk.slowest_rank, 1);
+  EXPECT_NEAR(bulk.seconds, n / 4 * 7e-6, 1e-9);
+  m.per_copy_us = 1;  // per-copy work comes on top of the launches
+  EXPECT_NEAR(simulate(p, m).phases.front().seconds, n / 4 * 7e-6 + n * 1e-6, 1e-9);
+}
+
+TEST(SimulateCopies, PacksAndUnpacksAreALaunchEach) {
+  // Staged transport: the train rank packs the two strided halves of each of 4 weights (8 copies, a
+  // launch each); each gen rank receives in place, its wire copies from one peer in one launch.
+  const Plan p = small_plan(4, 1, 1, 2, 2);
+  SystemModel m = shared(1e6);
+  m.box_ops = false;
+  m.per_launch_us = 10;
+  const SimPhase bulk = simulate(p, m).phases.front();
+  EXPECT_EQ(bulk.slowest_rank, 0);
+  EXPECT_EQ(bulk.launches, 8);
+  EXPECT_NEAR(bulk.seconds, 8 * 10e-6, 1e-9);
+  m.serial_issue = true;  // one device time-sliced: every rank's launches add (8 packs + 2 batched pulls)
+  EXPECT_NEAR(simulate(p, m).phases.front().seconds, 10 * 10e-6, 1e-9);
+}
+
 TEST(SimulateCopies, StagingTransportsPackAndUnpackStridedBoxes) {
   // down_proj 16 x 32 split over TP2 along dim 1: the sender's halves are strided (packed), the
   // receivers' shards contiguous (received in place). The wire copies come on top.
@@ -124,7 +156,7 @@ TEST(SimulateCopies, GoldenMovesWholeShardsAndIsSlower) {
 }
 
 TEST(SimulateCopies, PresetsAreValidAndCopyModelled) {
-  for (const char* name : {"cpu-mpi-local", "h200-shared-1gpu"}) {
+  for (const char* name : {"cpu-mpi-local", "h200-shared-1gpu", "h200-shared-1gpu-mps"}) {
     const SystemModel m = find_system_preset(name);
     Problems problems;
     validate_system_model(m, problems);
@@ -134,6 +166,10 @@ TEST(SimulateCopies, PresetsAreValidAndCopyModelled) {
     EXPECT_GE(m.wire_copies, 1) << name;
   }
   EXPECT_TRUE(find_system_preset("h200-shared-1gpu").box_ops);
+  // Under MPS the ranks' kernels run concurrently: their issue costs do not add up on the device.
+  EXPECT_TRUE(find_system_preset("h200-shared-1gpu").serial_issue);
+  EXPECT_FALSE(find_system_preset("h200-shared-1gpu-mps").serial_issue);
+  EXPECT_TRUE(find_system_preset("h200-shared-1gpu-mps").box_ops);
   EXPECT_EQ(find_system_preset("cpu-mpi-local").linear_broadcast_max, 4);  // Open MPI libnbc's MPI_Ibcast
   EXPECT_EQ(find_system_preset("h100-nvl8-ib400").copy_gbps, 0);            // copies not modelled there
 }
@@ -155,9 +191,10 @@ TEST(SimulateCopies, BadCopyValuesAreReported) {
   m.copy_gbps = -1;
   m.wire_copies = -2;
   m.staging_bytes = 0;
+  m.per_launch_us = -1;
   Problems p;
   validate_system_model(m, p);
-  EXPECT_EQ(p.list().size(), 3u);
+  EXPECT_EQ(p.list().size(), 4u);
 }
 
 }  // namespace

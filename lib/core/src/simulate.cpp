@@ -48,6 +48,7 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
   non_negative(m.shared_copy_gbps, "--shared-copy-gbps");
   non_negative(m.wire_copies, "--wire-copies");
   non_negative(m.per_copy_us, "--per-copy-us");
+  non_negative(m.per_launch_us, "--per-launch-us");
   if (m.staging_bytes < 1) problems.add("--staging-bytes must be positive, got " + std::to_string(m.staging_bytes));
   if (m.streams < 1) problems.add("--streams must be at least 1, got " + std::to_string(m.streams));
   if (m.batch_ops < 1) problems.add("--batch-ops must be at least 1, got " + std::to_string(m.batch_ops));
@@ -74,6 +75,10 @@ struct OpCost {
   bool fanout_root = false;
   int64_t copy_bytes = 0;  // copied in this rank's memory (copy model)
   int64_t copies = 0;      // copies this rank issues
+  int64_t launches = 0;    // of them, the executor's packs and unpacks: one launch each
+  int peer = -1;           // the rank a receiver pulls from (the transport's copies of one batch, stream
+                           // and peer share one launch)
+  bool pulls = false;      // the transport copies for this op on this rank (wire copy or box pull)
   int64_t staged = 0;      // staging the op takes (non-direct ops of staging transports)
 };
 
@@ -86,7 +91,8 @@ struct Pieces {
 
 struct RankState {
   // Current batch.
-  int64_t ops = 0, bytes = 0, copy_bytes = 0, copies = 0, staged = 0;
+  int64_t ops = 0, bytes = 0, copy_bytes = 0, copies = 0, launches = 0, staged = 0;
+  std::vector<std::pair<int, int>> pulls;  // (stream, peer) of the transport's copies: a launch each
   Bytes4 res{};
   double latency = 0;
   uint32_t streams_used = 0;  // bit per stream (streams above 32 share bits; only the count matters)
@@ -94,7 +100,7 @@ struct RankState {
   std::vector<uint32_t> received;
   // Totals.
   double seconds = 0, fixed_seconds = 0;  // fixed: launch and latency of its batches
-  int64_t batches = 0, total_ops = 0, total_copies = 0, total_copy_bytes = 0;
+  int64_t batches = 0, total_ops = 0, total_copies = 0, total_launches = 0, total_copy_bytes = 0;
   Bytes4 total_res{};
 };
 
@@ -184,13 +190,16 @@ class Walker {
     return out;
   }
 
-  // What the executor copies for one op of `b` wire bytes on a rank (see simulate.h, "Copies").
+  // What the executor copies for one op of `b` wire bytes on a rank (see simulate.h, "Copies"); op.peer
+  // is set for receivers. The transport's copies (box pulls, wire copies) go out batched per (batch,
+  // stream, peer); the executor's packs and unpacks are one launch each.
   void charge(OpCost& op, bool sends, const Pieces& pieces, int64_t b, bool boxed) const {
     if (!copies_) return;
     if (boxed) {  // the receiver copies each piece straight; senders and discarding members copy nothing
-      if (!sends) {
+      if (!sends && pieces.count > 0) {
         op.copy_bytes += pieces.bytes;
         op.copies += pieces.count;
+        op.pulls = true;
       }
       return;
     }
@@ -200,14 +209,17 @@ class Walker {
       if (!direct) {
         op.copy_bytes += pieces.bytes;
         op.copies += pieces.count;
+        op.launches += pieces.count;
       }
       return;
     }
     op.copy_bytes += static_cast<int64_t>(m_.wire_copies * static_cast<double>(b));
     op.copies += 1;
+    op.pulls = true;
     if (!direct) {
       op.copy_bytes += pieces.bytes;
       op.copies += pieces.count;
+      op.launches += pieces.count;
     }
   }
 
@@ -234,6 +246,7 @@ class Walker {
         recv.latency = latency(nic);
         recv.param = p;
         recv.receives = true;
+        recv.peer = t.src;
         charge(recv, false, {to.count, b, to.direct}, b, m_.box_ops);
         post(t.dst, recv);
       });
@@ -288,6 +301,7 @@ class Walker {
         op.param = param;
         op.receives = r != root;
         op.fanout_root = fanout && r == root;
+        if (r != root) op.peer = root;  // cuda-ipc: every member pulls from the root
         charge(op, r == root, local, b, boxed);
         post(r, op);
       }
@@ -381,6 +395,9 @@ class Walker {
     s.bytes += op.bytes;
     s.copy_bytes += op.copy_bytes;
     s.copies += op.copies;
+    s.launches += op.launches;
+    const std::pair<int, int> from{op.stream, op.peer};
+    if (op.pulls && std::find(s.pulls.begin(), s.pulls.end(), from) == s.pulls.end()) s.pulls.push_back(from);
     s.staged += op.staged;
     for (int i = 0; i < kResources; ++i) {
       s.res[i] += op.res[i];
@@ -401,14 +418,18 @@ class Walker {
     for (int i = 0; i < kResources; ++i) wire = std::max(wire, static_cast<double>(s.res[i]) / beta_[i]);
     if (copies_) wire = std::max(wire, static_cast<double>(s.copy_bytes) / (m_.copy_gbps * 1e9));
     const double fixed = m_.launch_us * 1e-6 * s.stream_count + s.latency;
+    const int64_t launches = s.launches + static_cast<int64_t>(s.pulls.size());
     s.seconds += fixed + m_.per_op_us * 1e-6 * static_cast<double>(s.ops) +
-                 m_.per_copy_us * 1e-6 * static_cast<double>(s.copies) + wire;
+                 m_.per_copy_us * 1e-6 * static_cast<double>(s.copies) +
+                 m_.per_launch_us * 1e-6 * static_cast<double>(launches) + wire;
     s.fixed_seconds += fixed;
     ++s.batches;
     s.total_ops += s.ops;
     s.total_copies += s.copies;
+    s.total_launches += launches;
     s.total_copy_bytes += s.copy_bytes;
-    s.ops = s.bytes = s.copy_bytes = s.copies = s.staged = 0;
+    s.ops = s.bytes = s.copy_bytes = s.copies = s.launches = s.staged = 0;
+    s.pulls.clear();
     s.res = {};
     s.latency = 0;
     s.streams_used = 0;
@@ -442,6 +463,7 @@ SimPhase slowest(const std::string& name, const Walker& w, const SystemModel& m)
       p.batches = ranks[r].batches;
       p.ops = ranks[r].total_ops;
       p.copies = ranks[r].total_copies;
+      p.launches = ranks[r].total_launches;
     }
   if (m.shared_copy_gbps <= 0 || m.copy_gbps <= 0) return p;
   struct Domain {
@@ -454,7 +476,8 @@ SimPhase slowest(const std::string& name, const Walker& w, const SystemModel& m)
     d.bytes += ranks[r].total_copy_bytes;
     if (m.serial_issue)
       d.issue += 1e-6 * (m.per_op_us * static_cast<double>(ranks[r].total_ops) +
-                         m.per_copy_us * static_cast<double>(ranks[r].total_copies));
+                         m.per_copy_us * static_cast<double>(ranks[r].total_copies) +
+                         m.per_launch_us * static_cast<double>(ranks[r].total_launches));
     d.fixed = std::max(d.fixed, ranks[r].fixed_seconds);
   }
   for (const auto& [n, d] : domains) {
@@ -589,6 +612,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
                       {"batches", p.batches},
                       {"ops", p.ops},
                       {"copies", p.copies},
+                      {"launches", p.launches},
                       {"shared_copy_bytes", p.shared_copy_bytes},
                       {"shared_copy_ms", p.shared_copy_seconds * 1e3},
                       {"bound", p.shared_bound ? "shared-memory" : "rank"}});
@@ -616,6 +640,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"shared_copy_gbps", m.shared_copy_gbps},
         {"wire_copies", m.wire_copies},
         {"per_copy_us", m.per_copy_us},
+        {"per_launch_us", m.per_launch_us},
         {"box_ops", m.box_ops},
         {"serial_issue", m.serial_issue},
         {"linear_broadcast_max", m.linear_broadcast_max},
@@ -660,14 +685,16 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
        m.nvlink_latency_us, m.nic_latency_us, m.launch_us, m.per_op_us, m.streams, static_cast<long long>(m.batch_ops),
        format_bytes(m.batch_bytes).c_str());
   if (m.copy_gbps > 0)
-    line("#  copies %.1f GB/s per rank, %.1f GB/s shared per domain, %.2f per received byte, %.2f us each%s; algo %s\n",
-         m.copy_gbps, m.shared_copy_gbps, m.wire_copies, m.per_copy_us, m.box_ops ? ", box ops" : "",
-         to_string(m.algo));
-  line("#\n#%-27s %12s %13s %9s %10s %8s\n", " phase", "time_ms", "slowest_rank", "batches", "ops", "copies");
+    line("#  copies %.1f GB/s per rank, %.1f GB/s shared per domain, %.2f per received byte, %.2f us each, "
+         "%.2f us per launch%s%s; algo %s\n",
+         m.copy_gbps, m.shared_copy_gbps, m.wire_copies, m.per_copy_us, m.per_launch_us,
+         m.box_ops ? ", box ops" : "", m.serial_issue ? ", serial issue" : "", to_string(m.algo));
+  line("#\n#%-27s %12s %13s %9s %10s %8s %8s\n", " phase", "time_ms", "slowest_rank", "batches", "ops",
+       "copies", "launches");
   for (const SimPhase& p : r.phases)
-    line(" %-27s %12.3f %13d %9lld %10lld %8lld%s\n", p.name.c_str(), p.seconds * 1e3, p.slowest_rank,
+    line(" %-27s %12.3f %13d %9lld %10lld %8lld %8lld%s\n", p.name.c_str(), p.seconds * 1e3, p.slowest_rank,
          static_cast<long long>(p.batches), static_cast<long long>(p.ops), static_cast<long long>(p.copies),
-         p.shared_bound ? "  (shared memory bound)" : "");
+         static_cast<long long>(p.launches), p.shared_bound ? "  (shared memory bound)" : "");
   line(" %-27s %12.3f\n", "bulk (all stages)", r.bulk_seconds * 1e3);
   line(" %-27s %12.3f\n", "sequential (bulk, then misc)", r.sequential_seconds * 1e3);
   line(" %-27s %12.3f %13d %9lld\n", "total (executor order)", r.total_seconds * 1e3, r.slowest_rank,

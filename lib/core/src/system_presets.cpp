@@ -36,24 +36,41 @@ SystemModel cpu_mpi_local() {
   return m;
 }
 
-// All ranks on ONE H200 through cuda-ipc (results/gpu/gpu_runs.json): the link is the device memory,
-// every copy of every rank contends for it. Shared copy rate: the mean over the six records of
-// configs 1a, 1b, 2 of (total ceiling_gbps x gen ranks) = 1895 GB/s (each rank alone assumed as
-// fast). Box ops, one pull per received byte, every member pulls from the root (linear). Per batch
-// 0.5 ms of handshakes (docs/gpu.md, batch-size sweep of config 1a). The processes time-slice the GPU
-// (no MPS), so every rank's per-op and per-copy costs occupy it (serial_issue): per op 1.98 us and
-// per copy 1.49 us solve stress config 3's bulk.pp0 (one batch; reshard 45.190 ms: 16384 ops and
-// 8192 copies over all ranks; golden 63.714 ms: 16384 ops and 20480 copies), less the handshake and
-// the copy time. docs/performance.md has the arithmetic.
+// All ranks on ONE H200 through cuda-ipc (results/gpu/gpu_runs.json, batched copy kernel, no MPS): the
+// link is the device memory, every copy of every rank contends for it. Shared copy rate: the mean over
+// the six records of configs 1a, 1b, 2 of (total ceiling_gbps x gen ranks) = 1911 GB/s (each rank alone
+// assumed as fast). Box ops, one pull per received byte, every member pulls from the root (linear).
+// Per batch 0.5 ms of handshakes (docs/gpu.md, batch-size sweep of config 1a, older build). The
+// processes time-slice the GPU (no MPS), so every rank's issue costs occupy it (serial_issue). Fitted
+// on stress config 3's bulk.pp0 (one batch; reshard 12.443 ms: 16384 ops, 8192 pulls in 2 batched
+// launches over all ranks; golden 44.924 ms: 16384 ops, 12288 pulls in 3 batched launches + 8192
+// unpacks, a launch each), less the handshake and the copy time: per op 0.724 us, per launch 3.94 us.
+// Per copy 0: on config 3 every receive is one copy, so a batched copy's host work cannot be told from
+// the op's and is in per_op_us; in the kernel a copy costs its bytes. docs/performance.md has the
+// arithmetic.
 SystemModel h200_shared_1gpu() {
-  SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, 1895, 1895, 500, 500, 0, 1.98);
-  m.copy_gbps = 1895;
-  m.shared_copy_gbps = 1895;
+  SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, 1911, 1911, 500, 500, 0, 0.724);
+  m.copy_gbps = 1911;
+  m.shared_copy_gbps = 1911;
   m.wire_copies = 1;
-  m.per_copy_us = 1.49;
+  m.per_copy_us = 0;
+  m.per_launch_us = 3.94;
   m.serial_issue = true;
   m.box_ops = true;
   m.linear_broadcast_max = int64_t{1} << 30;
+  return m;
+}
+
+// The same GPU and build under the CUDA MPS daemon (results/gpu/mps/gpu_runs.json): the ranks' kernels
+// run concurrently, so their issue costs no longer add up on the device (no serial_issue). Copy rate:
+// the mean of (total ceiling_gbps x gen ranks) over the six MPS records = 2123 GB/s. The MPS run has
+// no config 3, so handshake, per-op and per-launch costs are h200-shared-1gpu's (an assumption: nothing
+// here is fitted on an MPS record).
+SystemModel h200_shared_1gpu_mps() {
+  SystemModel m = h200_shared_1gpu();
+  m.name = "h200-shared-1gpu-mps";
+  m.nvlink_gbps = m.nic_gbps = m.copy_gbps = m.shared_copy_gbps = 2123;
+  m.serial_issue = false;
   return m;
 }
 
@@ -69,6 +86,7 @@ const std::vector<SystemModel>& system_presets() {
       make("gb200-nvl72", 72, 800, 47, 3, 10, 5, 0.5),
       cpu_mpi_local(),
       h200_shared_1gpu(),
+      h200_shared_1gpu_mps(),
   };
   return presets;
 }

@@ -25,12 +25,16 @@
 //   memory besides the wire: the sender's pack of a strided box into staging, the transport's wire
 //   copies (wire_copies per received byte), the receiver's unpack, each at copy_gbps on its rank.
 //   With box_ops (cuda-ipc) a receiver copies each piece straight, once, and a discarding member
-//   copies nothing. Issuing costs per_copy_us per copy; a batch's copy time (its rank's copied bytes
-//   / copy_gbps) and its wire time overlap (the larger counts), its issue costs add, as per_op_us does.
+//   copies nothing. Issuing costs per_copy_us per copy and per_launch_us per launch: the executor's
+//   packs and unpacks are a launch each; the transport's copies (wire copies, box pulls) of one batch
+//   go out batched, one launch per (stream, peer) the rank receives from (cuda-ipc launches the copies
+//   a progress pass starts on a stream at once, and one peer's descriptions of a batch arrive in one
+//   message). A batch's copy time (its rank's copied bytes / copy_gbps) and its wire time overlap (the
+//   larger counts); its issue costs add, as per_op_us does.
 // - Shared memory system (shared_copy_gbps > 0: all ranks of a domain on one host or one GPU): the
 //   domain's copies of every rank contend, so a phase also takes at least the domain's copied bytes /
-//   shared_copy_gbps (plus, with serial_issue, every rank's per-op and per-copy costs) plus the
-//   slowest rank's fixed batch costs.
+//   shared_copy_gbps (plus, with serial_issue, every rank's per-op, per-copy and per-launch costs)
+//   plus the slowest rank's fixed batch costs.
 // - Golden (algo): every distinct source shard broadcast whole over the param's group from its lowest
 //   holder, received into staging by every member, the gen ranks unpacking their intersections.
 // Pure function of (plan, model); no MPI, no GPU.
@@ -62,9 +66,12 @@ struct SystemModel {
   double shared_copy_gbps = 0;     // > 0: a domain's ranks share one memory system at this aggregate rate
   double wire_copies = 1;          // copies the transport makes per byte received (1: CMA, IPC pull)
   double per_copy_us = 0;          // per copy issued (a piece of a pack, unpack or box copy)
+  double per_launch_us = 0;        // per copy launch: each pack or unpack; per (batch, stream, peer) for
+                                   // the transport's batched copies
   bool box_ops = false;            // transport copies strided boxes straight: no pack, no unpack
-  // Shared memory system: every rank's per-op and per-copy costs occupy it too (one GPU time-sliced
-  // between processes, no MPS), so they add to the domain's copy time instead of overlapping it.
+  // Shared memory system: every rank's per-op, per-copy and per-launch costs occupy it too (one GPU
+  // time-sliced between processes, no MPS), so they add to the domain's copy time instead of
+  // overlapping it. Off under MPS, where the ranks' work runs concurrently.
   bool serial_issue = false;
   int64_t linear_broadcast_max = 0;  // groups up to this size broadcast linearly (root -> each member)
   // The executor's knobs (ExecOptions defaults).
@@ -88,6 +95,7 @@ struct SimPhase {
   int64_t batches = 0;  // on the slowest rank
   int64_t ops = 0;      // on the slowest rank
   int64_t copies = 0;   // on the slowest rank (copy model)
+  int64_t launches = 0; // copy launches on the slowest rank (copy model)
   // Shared memory system: the busiest domain's copied bytes and what they take; the phase took
   // that (plus fixed batch costs) when it exceeds the slowest rank's own time.
   int64_t shared_copy_bytes = 0;
