@@ -327,18 +327,9 @@ class Walker {
     const ParamPlan& param = plan_.params[p];
     if (param.group < 0 || param.group >= static_cast<int>(plan_.groups.size())) return;
     const int64_t es = dtype_size(param.dtype);
-    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, std::pair<int, Box>> shards;
-    std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> order;
-    for (int f = 0; f < param.src.mesh.size(); ++f) {
-      const Box b = param.src.local_box(param.shape, f);
-      if (b.empty()) continue;
-      auto key = std::make_pair(b.offset.to_vector(), b.extent.to_vector());
-      auto [it, fresh] = shards.try_emplace(key, param.src.mesh.ranks[f], b);
-      if (fresh) order.push_back(key);
-      else it->second.first = std::min(it->second.first, param.src.mesh.ranks[f]);
-    }
-    for (const auto& key : order) {
-      const auto& [holder, shard] = shards.at(key);
+    for (const GoldenShard& gs : golden_shards(param)) {
+      const int holder = gs.holder;
+      const Box& shard = gs.box;
       const int64_t row = shard.extent.n > 0 ? shard.elements() / std::max<int64_t>(shard.extent[0], 1) * es : es;
       broadcast(param.group, holder, shard.elements() * es, p, stream, false, false, [&](int r, int64_t at, int64_t b) {
         if (r == holder) return Pieces{1, b, true};  // the whole shard is its storage
