@@ -5,11 +5,54 @@
 
 namespace reshard {
 
+PhaseLowerBounds compute_phase_lower_bounds(const Plan& plan) {
+  const int stages = std::max(plan.system.train.pp, 1);
+  PhaseLowerBounds lb;
+  lb.moved.assign(stages + 1, std::vector<int64_t>(plan.world(), 0));
+  lb.received = lb.moved;
+  lb.stage_unique.assign(stages + 1, 0);
+  for (const ParamPlan& p : plan.params) {
+    if (p.path != Path::Bulk) continue;
+    const int ph = std::clamp(p.pp_stage, 0, stages - 1);  // decoded plans are in range already
+    std::vector<int64_t>& moved = lb.moved[ph];
+    const int64_t esize = dtype_size(p.dtype);
+    // Gen side: everything a gen rank holds must arrive (the groups are disjoint).
+    for (int f = 0; f < p.dst.mesh.size(); ++f) {
+      const int64_t n = p.dst.local_box(p.shape, f).elements() * esize;
+      moved[p.dst.mesh.ranks[f]] += n;
+      lb.received[ph][p.dst.mesh.ranks[f]] += n;
+    }
+    // Train side: each distinct src box leaves at least once, shared evenly by its holders.
+    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, std::vector<int>> holders;
+    for (int f = 0; f < p.src.mesh.size(); ++f) {
+      const Box b = p.src.local_box(p.shape, f);
+      holders[{b.offset.to_vector(), b.extent.to_vector()}].push_back(p.src.mesh.ranks[f]);
+    }
+    for (const auto& [key, ranks] : holders) {
+      int64_t n = esize;
+      for (int64_t e : key.second) n *= e;
+      for (int r : ranks) moved[r] += n / static_cast<int64_t>(ranks.size());
+      lb.stage_unique[ph] += n;
+    }
+  }
+  for (const MiscBucket& b : plan.buckets) {
+    lb.moved[stages][b.root] += b.bytes;
+    for (int r = plan.train_world(); r < plan.world(); ++r) {
+      lb.moved[stages][r] += b.bytes;
+      lb.received[stages][r] += b.bytes;
+    }
+  }
+  return lb;
+}
+
 PlanStats compute_stats(const Plan& plan) {
   PlanStats s;
-  std::map<int, int64_t> stage_unique;  // bulk bytes that must leave each train stage
   s.ranks.resize(plan.world());
   for (int r = 0; r < plan.world(); ++r) s.ranks[r].rank = r;
+  // Per-rank bounds cover the bulk path only: the bulk phases' sum.
+  const PhaseLowerBounds lb = compute_phase_lower_bounds(plan);
+  for (int ph = 0; ph + 1 < lb.phases(); ++ph)
+    for (int r = 0; r < plan.world(); ++r) s.ranks[r].lower_bound_bytes += lb.moved[ph][r];
 
   for (const ParamPlan& p : plan.params) {
     const int64_t bytes = p.bytes();
@@ -22,22 +65,6 @@ PlanStats compute_stats(const Plan& plan) {
     s.bulk_bytes += bytes;
     ++s.bulk_params;
     s.uneven_params += p.uneven;
-    const int64_t esize = dtype_size(p.dtype);
-    // Lower bound, gen side: everything a gen rank holds must arrive (the groups are disjoint).
-    for (int f = 0; f < p.dst.mesh.size(); ++f)
-      s.ranks[p.dst.mesh.ranks[f]].lower_bound_bytes += p.dst.local_box(p.shape, f).elements() * esize;
-    // Train side: each distinct src box leaves at least once, shared evenly by its holders.
-    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, std::vector<int>> holders;
-    for (int f = 0; f < p.src.mesh.size(); ++f) {
-      const Box b = p.src.local_box(p.shape, f);
-      holders[{b.offset.to_vector(), b.extent.to_vector()}].push_back(p.src.mesh.ranks[f]);
-    }
-    for (const auto& [key, ranks] : holders) {
-      int64_t n = esize;
-      for (int64_t e : key.second) n *= e;
-      for (int r : ranks) s.ranks[r].lower_bound_bytes += n / static_cast<int64_t>(ranks.size());
-      stage_unique[p.pp_stage] += n;
-    }
   }
   for (const Transfer& t : plan.transfers) {
     const int64_t b = t.box.elements() * dtype_size(plan.params[t.param].dtype);
@@ -74,9 +101,10 @@ PlanStats compute_stats(const Plan& plan) {
   // can exceed what a balanced plan sends when holdings differ between ranks.)
   for (int r = plan.train_world(); r < plan.world(); ++r)
     s.lower_bound_bytes = std::max(s.lower_bound_bytes, s.ranks[r].lower_bound_bytes);
-  const int stages = std::max(plan.system.train.pp, 1);
-  for (const auto& [stage, bytes] : stage_unique)
-    s.lower_bound_bytes = std::max(s.lower_bound_bytes, bytes * stages / std::max(plan.train_world(), 1));
+  const int stages = lb.phases() - 1;
+  const int64_t train_ranks = std::max(plan.train_world(), 1);
+  for (int ph = 0; ph < stages; ++ph)
+    s.lower_bound_bytes = std::max(s.lower_bound_bytes, lb.stage_unique[ph] * stages / train_ranks);
   for (const RankStats& r : s.ranks) {
     const int64_t load = std::max(r.bulk_send_bytes, r.bulk_recv_bytes);
     if (load > s.busiest_bytes) {

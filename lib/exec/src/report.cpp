@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <map>
 
 #include "reshard/core/stats.h"
 
@@ -23,45 +22,8 @@ std::string human_bytes(int64_t b) {
   return buf;
 }
 
-std::vector<std::vector<int64_t>> phase_lower_bounds(const Plan& plan) {
-  const int phases = phase_count(plan);
-  std::vector<std::vector<int64_t>> lb(phases, std::vector<int64_t>(plan.world(), 0));
-  for (const ParamPlan& p : plan.params) {
-    if (p.path != Path::Bulk) continue;
-    std::vector<int64_t>& row = lb[std::clamp(p.pp_stage, 0, phases - 2)];
-    const int64_t es = dtype_size(p.dtype);
-    for (int f = 0; f < p.dst.mesh.size(); ++f) row[p.dst.mesh.ranks[f]] += p.dst.local_box(p.shape, f).elements() * es;
-    std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, std::vector<int>> holders;
-    for (int f = 0; f < p.src.mesh.size(); ++f) {
-      const Box b = p.src.local_box(p.shape, f);
-      holders[{b.offset.to_vector(), b.extent.to_vector()}].push_back(p.src.mesh.ranks[f]);
-    }
-    for (const auto& [key, ranks] : holders) {
-      int64_t n = es;
-      for (int64_t e : key.second) n *= e;
-      for (int r : ranks) row[r] += n / static_cast<int64_t>(ranks.size());
-    }
-  }
-  std::vector<int64_t>& misc = lb[phases - 1];
-  for (const MiscBucket& b : plan.buckets) {
-    misc[b.root] += b.bytes;
-    for (int r = plan.train_world(); r < plan.world(); ++r) misc[r] += b.bytes;
-  }
-  return lb;
-}
-
 std::vector<std::vector<int64_t>> phase_receive_lower_bounds(const Plan& plan) {
-  const int phases = phase_count(plan);
-  std::vector<std::vector<int64_t>> lb(phases, std::vector<int64_t>(plan.world(), 0));
-  for (const ParamPlan& p : plan.params) {
-    if (p.path != Path::Bulk) continue;
-    std::vector<int64_t>& row = lb[std::clamp(p.pp_stage, 0, phases - 2)];
-    const int64_t es = dtype_size(p.dtype);
-    for (int f = 0; f < p.dst.mesh.size(); ++f) row[p.dst.mesh.ranks[f]] += p.dst.local_box(p.shape, f).elements() * es;
-  }
-  for (const MiscBucket& b : plan.buckets)
-    for (int r = plan.train_world(); r < plan.world(); ++r) lb[phases - 1][r] += b.bytes;
-  return lb;
+  return compute_phase_lower_bounds(plan).received;
 }
 
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
@@ -70,7 +32,7 @@ RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
   rep.plan = &plan;
   rep.algo = algo;
   const int phases = phase_count(plan);
-  const auto lb = phase_lower_bounds(plan);
+  const PhaseLowerBounds lb = compute_phase_lower_bounds(plan);  // phase_count(plan) phases, as here
   // Traffic: [phase or total] x (busiest, ops), max over ranks.
   std::vector<int64_t> traffic;
   for (int ph = -1; ph < phases; ++ph) {
@@ -109,7 +71,7 @@ RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
     for (int r = 0; r < plan.world(); ++r) {
       int64_t v = 0;
       for (int q = 0; q < phases; ++q)
-        if (total || q == ph) v += lb[q][r];
+        if (total || q == ph) v += lb.moved[q][r];
       row.lower_bound_bytes = std::max(row.lower_bound_bytes, v);
     }
     const std::vector<double>& t = times[ph];

@@ -33,6 +33,23 @@ struct PlanStats {
   double efficiency = 0;      // lower_bound_bytes / busiest_bytes (1 when nothing moves)
 };
 
-PlanStats compute_stats(const Plan& plan);
+// The least each rank must move, per phase. Phases are those the executor runs
+// (docs/executor.md): phase s < train PP stages holds the bulk params of train stage s, the last
+// holds the misc buckets.
+struct PhaseLowerBounds {
+  // [phase][rank]: bytes the rank must send or receive at least. Bulk: a gen rank receives its dst
+  // regions (the groups are disjoint); each distinct src box leaves its holders once, shared evenly.
+  // Misc: a bucket's root sends it, every gen rank receives it.
+  std::vector<std::vector<int64_t>> moved;
+  // [phase][rank]: bytes the rank must receive at least: a gen rank's dst regions and every misc
+  // bucket; train ranks nothing. What must cross a shared GPU's memory (the copy ceiling).
+  std::vector<std::vector<int64_t>> received;
+  // [phase]: bulk bytes that must leave the train stage, each distinct src box once (misc: 0).
+  std::vector<int64_t> stage_unique;
+  int phases() const { return static_cast<int>(moved.size()); }
+};
+
+PhaseLowerBounds compute_phase_lower_bounds(const Plan& plan);
+PlanStats compute_stats(const Plan& plan);  // its lower bounds sum compute_phase_lower_bounds' bulk phases
 
 }  // namespace reshard

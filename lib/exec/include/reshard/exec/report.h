@@ -52,12 +52,10 @@ struct RunReport {
   std::string device;               // GPU transports: rank 0's device, in words
 };
 
-// Per rank and phase (last: misc) lower bound bytes: gen ranks must receive their regions, each
-// distinct src box must leave its holders once (shared evenly), misc bytes reach every gen rank.
-std::vector<std::vector<int64_t>> phase_lower_bounds(const Plan& plan);
-// Per phase (last: misc) and rank, the bytes the rank must receive at least: a gen rank's dst
-// regions, and every misc bucket for gen ranks; train ranks receive nothing. On GPUs shared by
-// ranks this is what must cross device memory, so the copy ceiling copies exactly these bytes.
+// Per phase (last: misc) and rank, the bytes the rank must receive at least
+// (PhaseLowerBounds::received, core/stats.h): a gen rank's dst regions, and every misc bucket for
+// gen ranks; train ranks receive nothing. On GPUs shared by ranks this is what must cross device
+// memory, so the copy ceiling copies exactly these bytes. lb_bytes comes from PhaseLowerBounds::moved.
 std::vector<std::vector<int64_t>> phase_receive_lower_bounds(const Plan& plan);
 
 // Collective: reduces traffic, wrong counts and times; `times[phase][iter]` already max over ranks.
