@@ -530,16 +530,10 @@ double lower_bound_time(const Plan& plan, const SystemModel& m, const PlanStats&
 // rank holds no source shard: train and gen ranks are distinct).
 double shared_lower_bound_time(const Plan& plan, const SystemModel& m) {
   if (m.shared_copy_gbps <= 0 || m.copy_gbps <= 0) return 0;
-  int64_t misc = 0;
-  for (const MiscBucket& b : plan.buckets) misc += b.bytes;
+  const PhaseLowerBounds lb = compute_phase_lower_bounds(plan);
   std::map<int64_t, int64_t> node_bytes;
-  for (int r = plan.train_world(); r < plan.world(); ++r) node_bytes[r / m.gpus_per_node] += misc;
-  for (const ParamPlan& param : plan.params) {
-    if (param.path != Path::Bulk) continue;
-    for (int f = 0; f < param.dst.mesh.size(); ++f)
-      node_bytes[param.dst.mesh.ranks[f] / m.gpus_per_node] +=
-          param.dst.local_box(param.shape, f).elements() * dtype_size(param.dtype);
-  }
+  for (int ph = 0; ph < lb.phases(); ++ph)
+    for (int r = 0; r < plan.world(); ++r) node_bytes[r / m.gpus_per_node] += lb.received[ph][r];
   double t = 0;
   for (const auto& [n, bytes] : node_bytes) t = std::max(t, static_cast<double>(bytes) / (m.shared_copy_gbps * 1e9));
   return t;
