@@ -143,6 +143,37 @@ TEST(Summary, MiscParamShowsBucket) {
   EXPECT_EQ(param_json(plan, i, 8)["bucket"], p.bucket);
 }
 
+// The precision row says what the sources hold and how the destination stores a param, where that
+// differs from its dtype; BF16 -> BF16 params have none.
+TEST(Summary, ParamViewNamesPrecision) {
+  ModelMeta m = small_moe(1, 2);
+  for (TensorMeta& t : m.tensors)
+    if (t.name.find("experts") != std::string::npos) t.shape = t.shape[0] == 12 ? Dims{128, 256} : Dims{256, 128};
+  PlanOptions o;
+  o.gen_layout = GenLayout::Megatron;
+  o.gen_precision = GenPrecision::Mxfp8;
+  const Plan mx = plan_reshard(m, system_of(2, 1, 2, 2, 2), o);
+  const std::string s = format_param(mx, find_param(mx, "model.layers.0.mlp.experts.gate_proj.weight"), 1);
+  EXPECT_TRUE(has(s, "precision  lands as MXFP8 (e4m3 + E8M0 scales in "
+                     "decoder.layers.0.mlp.experts.linear_fc1.weight<i>_scale), quantized on receive"))
+      << s;
+  EXPECT_FALSE(has(s, "dequantized"));
+  EXPECT_FALSE(has(format_param(mx, find_param(mx, "model.norm.weight"), 1), "precision"));
+  EXPECT_EQ(param_json(mx, find_param(mx, "model.layers.0.mlp.experts.gate_proj.weight"), 1)["mxfp8_scale_storage"],
+            "decoder.layers.0.mlp.experts.linear_fc1.weight_scale");
+
+  ModelMeta fp8;
+  fp8.name = "fp8";
+  fp8.tensors = {{"model.layers.0.mlp.gate_proj.weight", {256, 128}, DType::F8_E4M3},
+                 {"model.layers.0.mlp.gate_proj.weight_scale_inv", {2, 1}, DType::F32}};
+  PlanOptions meg;
+  meg.gen_layout = GenLayout::Megatron;
+  const Plan dq = plan_reshard(fp8, system_of(2, 1, 1, 2, 2), meg);
+  EXPECT_TRUE(has(format_param(dq, 0, 1), "precision  sources hold block-FP8 (e4m3 + float32 _scale_inv), "
+                                          "dequantized before sending"));
+  EXPECT_EQ(param_json(dq, 0, 1)["src_dequant"], true);
+}
+
 TEST(Summary, UnknownParamNamesNearMatches) {
   const Plan plan = plan_reshard(small_moe(2, 4), system_of(4, 1, 4, 4, 4), PlanOptions{});
   try {

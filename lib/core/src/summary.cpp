@@ -249,6 +249,15 @@ std::string format_param(const Plan& plan, uint32_t index, size_t max_transfers)
   }
   row("rule", p.rule + "  path " + to_string(p.path));
   row("tensor", std::string(dtype_name(p.dtype)) + " " + p.shape.str() + "  " + format_bytes(p.bytes()));
+  // Precision on either side (docs/precision.md), only where it differs from the tensor's dtype.
+  std::string precision;
+  if (p.src_dequant) precision = "sources hold block-FP8 (e4m3 + float32 _scale_inv), dequantized before sending";
+  if (p.mxfp8) {
+    if (!precision.empty()) precision += "; ";
+    const std::string scales = p.dst_split_dim >= 0 ? p.dst_storage + "<i>_scale" : p.scale_storage;
+    precision += "lands as MXFP8 (e4m3 + E8M0 scales in " + scales + "), quantized on receive";
+  }
+  if (!precision.empty()) row("precision", precision);
   row("stage", "train pp " + std::to_string(p.pp_stage) + ", gen pp " + std::to_string(p.gen_pp_stage));
   if (p.path == Path::Misc) {
     if (p.bucket >= 0 && static_cast<size_t>(p.bucket) < plan.buckets.size()) {
@@ -365,6 +374,8 @@ Json param_json(const Plan& plan, uint32_t index, size_t max_transfers) {
   j["bytes"] = p.bytes();
   j["pp_stage"] = p.pp_stage;
   j["gen_pp_stage"] = p.gen_pp_stage;
+  if (p.src_dequant) j["src_dequant"] = true;
+  if (p.mxfp8) j["mxfp8_scale_storage"] = p.scale_storage;
   if (p.path == Path::Misc) {
     j["bucket"] = p.bucket;
     j["bucket_offset"] = p.bucket_offset;
