@@ -109,19 +109,27 @@ def plot(plt):
         made.append(save(fig, "predicted_vs_published.png"))
     cal = load(os.path.join(RESULTS, "calibration.json"))
     if cal and cal.get("rows"):
-        fig, a = plt.subplots(figsize=(5, 5))
-        m = [r["measured_ms"] for r in cal["rows"]]
-        p = [r["predicted_ms"] for r in cal["rows"]]
-        a.scatter(m, p)
-        for r in cal["rows"]:
-            a.annotate(os.path.basename(r["record"])[:-5] + " " + r["phase"], (r["measured_ms"], r["predicted_ms"]), fontsize=6)
-        top = max(m + p) * 1.1
-        a.plot([0, top], [0, top], "k--", lw=0.8, label="exact")
-        a.fill_between([0, top], [0, 0.75 * top], [0, 1.25 * top], alpha=0.15, label="±25 %")
+        # Log-log (rows span 0.1 ms to 0.6 s), one colour per system preset, marker per algorithm.
+        fig, a = plt.subplots(figsize=(6, 5.5))
+        rows = cal["rows"]
+        m = [r["measured_ms"] for r in rows]
+        p = [r["predicted_ms"] for r in rows]
+        for system in sorted({r["system"] for r in rows}):
+            for algo, marker in (("reshard", "o"), ("golden", "s")):
+                sel = [r for r in rows if r["system"] == system and r.get("algo", "reshard") == algo]
+                if sel:
+                    a.scatter([r["measured_ms"] for r in sel], [r["predicted_ms"] for r in sel], marker=marker,
+                              label="%s, %s" % (system, algo), alpha=0.8)
+        lo, hi = min(m + p) / 1.5, max(m + p) * 1.5
+        a.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="exact")
+        a.fill_between([lo, hi], [0.75 * lo, 0.75 * hi], [1.25 * lo, 1.25 * hi], alpha=0.15, label="±25 %")
+        a.set_xscale("log")
+        a.set_yscale("log")
         a.set_xlabel("measured (ms)")
         a.set_ylabel("predicted (ms)")
-        a.set_title("Predicted vs measured")
-        a.legend(fontsize=8)
+        inside = sum(1 for r in rows if abs(r["error"]) <= 0.25)
+        a.set_title("Predicted vs measured: %d of %d phase rows within ±25 %%" % (inside, len(rows)))
+        a.legend(fontsize=7)
         fig.tight_layout()
         made.append(save(fig, "predicted_vs_measured.png"))
     pt = load(os.path.join(RESULTS, "planning_times.json"))
