@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <numeric>
 #include <random>
+#include <string_view>
 
 #include "reshard/core/dst_layout.h"
 #include "reshard/core/planner.h"
@@ -66,10 +67,12 @@ ModelMeta small_model() {
   return m;
 }
 
-const ParamPlan& param(const Plan& plan, const std::string& name) {
+// By value: a reference parameter bound to a temporary string makes GCC 13 warn that the returned
+// reference may dangle (-Wdangling-reference), though it refers into `plan`.
+const ParamPlan& param(const Plan& plan, std::string_view name) {
   for (const ParamPlan& p : plan.params)
     if (p.name == name) return p;
-  throw std::runtime_error("no param " + name);
+  throw std::runtime_error("no param " + std::string(name));
 }
 
 const LocalStorage* storage(const std::vector<LocalStorage>& list, const std::string& name) {

@@ -109,7 +109,7 @@ std::string format_report(const RunReport& r, const RunArgs& a, const std::strin
   };
   int64_t bulk = 0, misc = 0;
   for (const ParamPlan& p : plan.params) (p.path == Path::Bulk ? bulk : misc) += 1;
-  line("# reshard run\n");
+  out += "# reshard run\n";
   line("#  plan: %s  fingerprint: %s  generator: %s\n", a.plan_path.c_str(), plan.fingerprint.c_str(), plan.generator.c_str());
   line("#  model: %s  params: %zu (%lld bulk, %lld misc)  transfers: %zu  fan-outs: %zu  buckets: %zu\n",
        plan.model_name.c_str(), plan.params.size(), static_cast<long long>(bulk), static_cast<long long>(misc),
