@@ -3,11 +3,15 @@
 // plan; agreement errors reach every rank. Cases that do not fit the world size are skipped.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "reshard/core/model.h"
 #include "reshard/core/planner.h"
 #include "reshard/core/stats.h"
+#include "reshard/exec/ceiling.h"
 #include "reshard/exec/control.h"
 #include "reshard/exec/executor.h"
+#include "reshard/exec/report.h"
 #include "reshard/exec/runner.h"
 
 namespace reshard {
@@ -112,6 +116,41 @@ TEST_P(ExecutorCase, PlanAndGoldenDeliverEveryByte) {
 
 INSTANTIATE_TEST_SUITE_P(Plans, ExecutorCase, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+// The two ceilings on host memory and the MPI transport (the sendrecv one is NCCL's on GPUs): each
+// phase row gets the busiest rank's receive bytes and a positive time; gen ranks spread over the
+// train ranks for sendrecv.
+TEST(Ceiling, BothKindsMoveEachRanksReceiveBytes) {
+  Control& ctl = control();
+  // 2 train ranks (dp 2), the rest gen tp 2: with 6 or 8 ranks a train rank serves several gen ranks.
+  const Case c{"ceiling", "tiny-dense.json", 2, par(1), ctl.size() - 2, par(2),
+               opts(BulkMode::All, GenLayout::Hf, FanoutMode::Auto)};
+  if (ctl.size() < 4 || ctl.size() % 2 != 0) GTEST_SKIP() << "needs an even world of at least 4 ranks";
+  const Plan plan = make_plan(c);
+  for (int g = plan.train_world(); g < plan.world(); ++g) {
+    EXPECT_GE(ceiling_peer(plan, g), 0);
+    EXPECT_LT(ceiling_peer(plan, g), plan.train_world());
+  }
+  EXPECT_EQ(ceiling_peer(plan, plan.train_world()), 0);
+  auto transport = make_transport("mpi", ctl);
+  auto memory = make_memory_for(*transport);
+  transport->setup(plan.groups, 1);
+  const auto lb = phase_receive_lower_bounds(plan);
+  for (CeilingKind kind : {CeilingKind::Copy, CeilingKind::SendRecv}) {
+    std::vector<PhaseRow> rows(lb.size() + 1);
+    add_ceiling(ctl, plan, *memory, *transport, kind, rows, 0, 1);
+    std::vector<int64_t> total(plan.world(), 0);  // per rank over all phases
+    for (size_t ph = 0; ph < lb.size(); ++ph) {
+      const int64_t busiest = *std::max_element(lb[ph].begin(), lb[ph].end());
+      EXPECT_EQ(rows[ph].ceiling_bytes, busiest) << to_string(kind) << " phase " << ph;
+      EXPECT_EQ(rows[ph].has_ceiling(), busiest > 0) << to_string(kind) << " phase " << ph;
+      for (int r = 0; r < plan.world(); ++r) total[r] += lb[ph][r];
+    }
+    EXPECT_EQ(rows.back().ceiling_bytes, *std::max_element(total.begin(), total.end())) << to_string(kind);
+    EXPECT_GT(rows.back().ceiling_gbps(), 0) << to_string(kind);
+  }
+  EXPECT_EQ(memory->current_bytes(), 0);  // the scratch blocks are freed
+}
 
 TEST(Agreement, DifferentPlansFailEveryRankWithOneMessage) {
   Control& ctl = control();

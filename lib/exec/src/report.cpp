@@ -145,7 +145,9 @@ std::string format_report(const RunReport& r, const RunArgs& a, const std::strin
   line("# total: %.3f ms avg (%.3f min) for %s, algbw %.2f GB/s; peak memory %s (rank %d, max over ranks)",
        total.time_avg * 1e3, total.time_min * 1e3, human_bytes(total.bytes).c_str(), gbps(total.bytes, total.time_avg),
        human_bytes(peak).c_str(), peak_rank);
-  if (total.has_ceiling()) line("; ceiling %.2f GB/s, efficiency %.3f", total.ceiling_gbps(), total.efficiency());
+  if (total.has_ceiling())
+    line("; ceiling %.2f GB/s, efficiency %.3f (vs %s)", total.ceiling_gbps(), total.efficiency(),
+         r.ceiling_kind.c_str());
   if (total.wrong >= 0) line("; #wrong %lld%s", static_cast<long long>(total.wrong), total.wrong == 0 ? " (PASSED)" : " (FAILED)");
   out += "\n";
   return out;
@@ -218,6 +220,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
   if (!r.device.empty()) j["versions"]["device"] = r.device;
   if (r.rows.back().has_ceiling()) {
     j["ceiling_gbps"] = r.rows.back().ceiling_gbps();
+    j["ceiling_kind"] = r.ceiling_kind;
     j["efficiency"] = r.rows.back().efficiency();
   }
   return j;

@@ -13,6 +13,7 @@
 
 #include "fault_hook.h"
 #include "reshard/core/plan_io.h"
+#include "reshard/exec/ceiling.h"
 #include "reshard/exec/report.h"
 
 namespace reshard {
@@ -97,53 +98,6 @@ double timed(Control& ctl, F&& f) {
   f();
   const double t = ctl.now() - t0;
   return ctl.max(t);
-}
-
-// The copy ceiling of a GPU run: every rank copies `bytes` (what it must receive at least) within its
-// own device memory, all ranks at once, through two scratch blocks of at most 1 GiB (larger than any
-// L2, so the copy runs at device-memory speed). Timed like the phases: barrier, copy, sync, max
-// over ranks; warm-up dropped. Returns the avg time in seconds.
-double measure_ceiling(Control& ctl, Memory& mem, int64_t bytes, void* a, void* b, int64_t block, int warmup,
-                       int iters) {
-  double sum = 0;
-  for (int it = 0; it < warmup + iters; ++it) {
-    const double t = timed(ctl, [&] {
-      for (int64_t done = 0; done < bytes; done += block) mem.copy_bytes(b, a, std::min(block, bytes - done));
-      mem.sync(-1);
-    });
-    if (it >= warmup) sum += t;
-  }
-  return sum / iters;
-}
-
-// Fills rows[].ceiling_* (GPU transports only); collective.
-void add_ceiling(Control& ctl, const Plan& plan, Memory& mem, std::vector<PhaseRow>& rows, int warmup, int iters) {
-  const auto lb = phase_receive_lower_bounds(plan);
-  const int phases = static_cast<int>(lb.size());
-  std::vector<int64_t> mine(phases + 1, 0);  // per phase, then total
-  for (int ph = 0; ph < phases; ++ph) {
-    mine[ph] = lb[ph][ctl.rank()];
-    mine[phases] += mine[ph];
-  }
-  std::vector<int64_t> busiest = mine;
-  ctl.max(busiest);
-  const int64_t block = std::min<int64_t>(mine[phases], int64_t{1} << 30);
-  void* a = block > 0 ? mem.alloc(block) : nullptr;
-  void* b = block > 0 ? mem.alloc(block) : nullptr;
-  if (a != nullptr) {  // contents do not matter, but leave them defined
-    mem.memset(a, 0, block);
-    mem.memset(b, 0, block);
-    mem.sync(-1);
-  }
-  for (int ph = 0; ph <= phases && ph < static_cast<int>(rows.size()); ++ph) {
-    if (busiest[ph] == 0) continue;
-    rows[ph].ceiling_bytes = busiest[ph];
-    rows[ph].ceiling_time = measure_ceiling(ctl, mem, mine[ph], a, b, std::max<int64_t>(block, 1), warmup, iters);
-  }
-  if (a != nullptr) {
-    mem.free(a);
-    mem.free(b);
-  }
 }
 
 // Exit-code plumbing shared by both commands: agreed errors exit quietly off rank 0, local faults
@@ -275,7 +229,9 @@ int run_main(const RunArgs& a) {
     RunReport rep = make_report(ctl, s.plan, ex, algo, times, a.check);
     rep.peak_bytes = ctl.gather(s.memory->peak_bytes());  // before the ceiling's scratch blocks
     if (s.memory->kind() == MemoryKind::Device) {
-      add_ceiling(ctl, s.plan, *s.memory, rep.rows, std::max(a.warmup, 1), a.iters);
+      const CeilingKind kind = ceiling_kind_for(*s.transport);
+      add_ceiling(ctl, s.plan, *s.memory, *s.transport, kind, rep.rows, std::max(a.warmup, 1), a.iters);
+      rep.ceiling_kind = to_string(kind);
       rep.device = s.transport->device();
     }
     if (ctl.rank() == 0) {

@@ -1,0 +1,36 @@
+// The ceiling a GPU run is measured against, in the same run (docs/gpu.md, "Ceiling and efficiency").
+// Both move, per phase, exactly the bytes each rank must receive at least
+// (phase_receive_lower_bounds), all ranks at once, timed like the phases (barrier, move, sync, max
+// over ranks, warm-up dropped):
+//   copy      every rank copies its bytes within its own device memory. For ranks that share GPUs
+//             (cuda-ipc): the device memory is the link.
+//   sendrecv  every gen rank receives its bytes from one train rank through the transport itself
+//             (NCCL: plain send/recv between two GPUs, no reshard logic): the link between GPUs.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "reshard/core/plan.h"
+#include "reshard/exec/control.h"
+#include "reshard/exec/memory.h"
+#include "reshard/exec/report.h"
+#include "reshard/exec/transport.h"
+
+namespace reshard {
+
+enum class CeilingKind { Copy, SendRecv };
+const char* to_string(CeilingKind k);
+
+// sendrecv for NCCL (one GPU per rank), copy otherwise.
+CeilingKind ceiling_kind_for(const Transport& transport);
+
+// The train rank a gen rank receives from in the sendrecv ceiling: (g - T) mod T, so gen ranks spread
+// over the train ranks as evenly as the counts allow.
+int ceiling_peer(const Plan& plan, int gen_rank);
+
+// Fills rows[].ceiling_* (phases..., total); collective over all ranks. The transport must have been
+// set up with the plan's groups (the sendrecv ceiling uses group 0, which holds every rank).
+void add_ceiling(Control& ctl, const Plan& plan, Memory& memory, Transport& transport, CeilingKind kind,
+                 std::vector<PhaseRow>& rows, int warmup, int iters);
+
+}  // namespace reshard
