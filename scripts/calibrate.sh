@@ -4,7 +4,8 @@
 #
 # usage: scripts/calibrate.sh [--build DIR] [--system PRESET] [--json OUT] [RUN_JSON|DIR ...]
 #        scripts/calibrate.sh --measure-host [NP]   (the cpu-mpi-local microbenchmark, JSON on stdout)
-#   default inputs: results/*.json, results/gpu/*.json and results/gpu/mps/*.json: records of format
+#   default inputs: results/*.json, results/gpu/*.json, results/gpu/mps/*.json and
+#   results/gpu/extra/mps_stress/*.json: records of format
 #             "reshard-run", alone or in a JSON list (gpu_runs.json). Each record is simulated with its
 #             own algo, streams, batch caps and staging.
 #   --system: the preset for every record; default cpu-mpi-local for transport "mpi"; for cuda-ipc
@@ -97,7 +98,7 @@ CPP
   mpicxx -O2 -std=c++17 "$TMP/host_copy_bench.cpp" -o "$TMP/host_copy_bench"
   exec mpirun --oversubscribe -np "$MEASURE_HOST" "$TMP/host_copy_bench"
 fi
-[ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu results/gpu/mps)
+[ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu results/gpu/mps results/gpu/extra/mps_stress)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import json, os, shlex, subprocess, sys
 
