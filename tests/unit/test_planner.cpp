@@ -9,19 +9,13 @@
 #include "reshard/core/stages.h"
 #include "reshard/core/stats.h"
 #include "reshard/core/verify.h"
+#include "test_support.h"
 
 namespace reshard {
 namespace {
 
-SystemConfig sys(int tg, Parallelism t, int gg, Parallelism g) {
-  t.num_gpus = tg;
-  g.num_gpus = gg;
-  return SystemConfig{t, g};
-}
-
-std::string shared_model(const std::string& file) {
-  return std::string(RESHARD_SHARED_MODELS) + "/" + file;
-}
+using test::shared_model;
+using test::sys;
 
 TEST(Mesh, OrderTpFastestThenDpThenPp) {
   Mesh m = make_mesh({{"tp", 2}, {"dp", 2}, {"pp", 2}}, 0);

@@ -14,6 +14,7 @@
 #include "reshard/core/stats.h"
 #include "reshard/core/storage.h"
 #include "reshard/core/verify.h"
+#include "test_support.h"
 
 namespace reshard {
 namespace {
@@ -346,7 +347,7 @@ TEST(Megatron, RandomConfigsVerifyAndTileStorages) {
   }
 }
 
-std::string shared_model(const std::string& file) { return std::string(RESHARD_SHARED_MODELS) + "/" + file; }
+using test::shared_model;
 
 TEST(Megatron, Qwen3_30B_EP8PP2_to_TP4EP4ETP1) {
   const std::string path = shared_model("qwen3-30b-a3b.json");

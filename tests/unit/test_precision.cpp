@@ -15,19 +15,13 @@
 #include "reshard/core/stats.h"
 #include "reshard/core/storage.h"
 #include "reshard/core/verify.h"
+#include "test_support.h"
 
 namespace reshard {
 namespace {
 
-SystemConfig sys(int tg, Parallelism t, int gg, Parallelism g) {
-  t.num_gpus = tg;
-  g.num_gpus = gg;
-  return SystemConfig{t, g};
-}
-
-std::string data(const std::string &f) {
-  return std::string(RESHARD_SOURCE_DIR) + "/tests/data/" + f;
-}
+using test::sys;
+std::string data(const std::string &f) { return test::test_data(f); }
 
 std::string config_error_of(const ModelMeta &m, const SystemConfig &s,
                             const PlanOptions &o) {

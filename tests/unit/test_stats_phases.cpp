@@ -7,6 +7,7 @@
 
 #include "reshard/core/planner.h"
 #include "reshard/core/stats.h"
+#include "test_support.h"
 
 namespace reshard {
 namespace {
@@ -24,25 +25,9 @@ ModelMeta two_layer_mlp() {
   return m;
 }
 
-// A small MoE model over two train stages, so stages, experts and replicas all differ.
-ModelMeta small_moe(int layers, int experts) {
-  ModelMeta m;
-  m.name = "small-moe";
-  m.tensors.push_back({"model.embed_tokens.weight", Dims{64, 16}, DType::BF16});
-  for (int l = 0; l < layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    m.tensors.push_back({p + "self_attn.q_proj.weight", Dims{16, 16}, DType::BF16});
-    m.tensors.push_back({p + "input_layernorm.weight", Dims{16}, DType::BF16});
-    for (int e = 0; e < experts; ++e) {
-      const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
-      m.tensors.push_back({x + "gate_proj.weight", Dims{13, 16}, DType::BF16});
-      m.tensors.push_back({x + "up_proj.weight", Dims{13, 16}, DType::BF16});
-      m.tensors.push_back({x + "down_proj.weight", Dims{16, 13}, DType::BF16});
-    }
-  }
-  m.tensors.push_back({"model.norm.weight", Dims{16}, DType::F32});
-  return m;
-}
+// A small MoE model over two train stages, so stages, experts and replicas all differ (13-row experts:
+// uneven over ep/tp).
+ModelMeta small_moe(int layers, int experts) { return test::small_moe(layers, experts, 13, "small-moe"); }
 
 SystemConfig system_of(int tg, int tpp, int ttp, int tep, int gg, int gtp) {
   SystemConfig s;

@@ -8,29 +8,12 @@
 #include "reshard/core/stats.h"
 #include "reshard/core/summary.h"
 #include "reshard/core/units.h"
+#include "test_support.h"
 
 namespace reshard {
 namespace {
 
-// A small MoE model: embeddings, per layer attention + norm + `experts` experts, final norm.
-ModelMeta small_moe(int layers, int experts) {
-  ModelMeta m;
-  m.name = "tiny-moe";
-  m.tensors.push_back({"model.embed_tokens.weight", Dims{64, 16}, DType::BF16});
-  for (int l = 0; l < layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    m.tensors.push_back({p + "self_attn.q_proj.weight", Dims{16, 16}, DType::BF16});
-    m.tensors.push_back({p + "input_layernorm.weight", Dims{16}, DType::BF16});
-    for (int e = 0; e < experts; ++e) {
-      const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
-      m.tensors.push_back({x + "gate_proj.weight", Dims{12, 16}, DType::BF16});
-      m.tensors.push_back({x + "up_proj.weight", Dims{12, 16}, DType::BF16});
-      m.tensors.push_back({x + "down_proj.weight", Dims{16, 12}, DType::BF16});
-    }
-  }
-  m.tensors.push_back({"model.norm.weight", Dims{16}, DType::F32});
-  return m;
-}
+using test::small_moe;
 
 SystemConfig system_of(int tg, int tpp, int tep, int gg, int gtp) {
   SystemConfig s;
