@@ -58,7 +58,7 @@ void send_recv(Transport& t, const Plan& plan, int rank, const std::vector<int64
 const char* to_string(CeilingKind k) { return k == CeilingKind::Copy ? "copy" : "sendrecv"; }
 
 CeilingKind ceiling_kind_for(const Transport& transport) {
-  return transport.name() == "nccl" ? CeilingKind::SendRecv : CeilingKind::Copy;
+  return transport.one_rank_per_device() ? CeilingKind::SendRecv : CeilingKind::Copy;
 }
 
 int ceiling_peer(const Plan& plan, int gen_rank) {

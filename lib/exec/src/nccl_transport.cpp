@@ -104,6 +104,7 @@ class NcclTransport final : public Transport {
   int64_t max_message_bytes() const override { return int64_t{1} << 40; }
   std::shared_ptr<CudaContext> cuda_context() const override { return ctx_; }
   std::string device() const override { return ctx_->describe(); }
+  bool one_rank_per_device() const override { return true; }  // refused otherwise, at setup
 
   void setup(const std::vector<CommGroup>& groups, int streams) override {
     ctx_->ensure_streams(std::max(streams, 1));

@@ -21,7 +21,7 @@ namespace reshard {
 enum class CeilingKind { Copy, SendRecv };
 const char* to_string(CeilingKind k);
 
-// sendrecv for NCCL (one GPU per rank), copy otherwise.
+// sendrecv where every rank has its own GPU (Transport::one_rank_per_device: NCCL), copy otherwise.
 CeilingKind ceiling_kind_for(const Transport& transport);
 
 // The train rank a gen rank receives from in the sendrecv ceiling: (g - T) mod T, so gen ranks spread
