@@ -135,7 +135,7 @@ TEST(Ceiling, BothKindsMoveEachRanksReceiveBytes) {
   auto transport = make_transport("mpi", ctl);
   auto memory = make_memory_for(*transport);
   transport->setup(plan.groups, 1);
-  const auto lb = phase_receive_lower_bounds(plan);
+  const auto lb = compute_phase_lower_bounds(plan).received;
   for (CeilingKind kind : {CeilingKind::Copy, CeilingKind::SendRecv}) {
     std::vector<PhaseRow> rows(lb.size() + 1);
     add_ceiling(ctl, plan, *memory, *transport, kind, rows, 0, 1);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "reshard/core/stats.h"
+
 namespace reshard {
 namespace {
 
@@ -68,7 +70,7 @@ int ceiling_peer(const Plan& plan, int gen_rank) {
 
 void add_ceiling(Control& ctl, const Plan& plan, Memory& memory, Transport& transport, CeilingKind kind,
                  std::vector<PhaseRow>& rows, int warmup, int iters) {
-  const auto lb = phase_receive_lower_bounds(plan);
+  const auto lb = compute_phase_lower_bounds(plan).received;
   const int phases = static_cast<int>(lb.size()), world = plan.world();
   // need[phase][rank] for every rank (the plan alone decides), last row: the total.
   std::vector<std::vector<int64_t>> need(phases + 1, std::vector<int64_t>(world, 0));

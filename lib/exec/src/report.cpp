@@ -22,10 +22,6 @@ std::string human_bytes(int64_t b) {
   return buf;
 }
 
-std::vector<std::vector<int64_t>> phase_receive_lower_bounds(const Plan& plan) {
-  return compute_phase_lower_bounds(plan).received;
-}
-
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
                       const std::vector<std::vector<double>>& times, bool check) {
   RunReport rep;

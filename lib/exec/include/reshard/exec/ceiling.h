@@ -1,7 +1,7 @@
 // The ceiling a GPU run is measured against, in the same run (docs/gpu.md, "Ceiling and efficiency").
-// Both move, per phase, exactly the bytes each rank must receive at least
-// (phase_receive_lower_bounds), all ranks at once, timed like the phases (barrier, move, sync, max
-// over ranks, warm-up dropped):
+// Both move, per phase, exactly the bytes each rank must receive at least (PhaseLowerBounds::received,
+// core/stats.h), all ranks at once, timed like the phases (barrier, move, sync, max over ranks,
+// warm-up dropped):
 //   copy      every rank copies its bytes within its own device memory. For ranks that share GPUs
 //             (cuda-ipc): the device memory is the link.
 //   sendrecv  every gen rank receives its bytes from one train rank through the transport itself

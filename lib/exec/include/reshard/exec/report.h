@@ -8,10 +8,10 @@
 //   busbw      busiest rank's bytes (max over ranks of max(sent, received)) / time
 //   lb_bytes   the plan's lower bound: max over ranks of the bytes a rank must move at least
 //   plan_eff   lb_bytes / busiest bytes (1.0: no rank moves more than it must)
-// GPU transports add the copy ceiling measured in the same run (docs/gpu.md):
-//   ceiling    every rank copies, concurrently, the bytes it must receive at least in the phase
-//              (phase_receive_lower_bounds) within its own device memory; ceiling time = max over
-//              ranks; ceiling_GB/s = the busiest rank's copy bytes / ceiling time
+// GPU transports add the ceiling measured in the same run (ceiling.h, docs/gpu.md):
+//   ceiling    every rank moves, concurrently, the bytes it must receive at least in the phase
+//              (PhaseLowerBounds::received, core/stats.h): a device copy, or send/recv between GPUs;
+//              ceiling time = max over ranks; ceiling_GB/s = the busiest rank's bytes / ceiling time
 //   eff        ceiling time / measured time: the lower bound's time at the ceiling over the real time
 #pragma once
 #include <cstdint>
@@ -52,12 +52,6 @@ struct RunReport {
   std::string device;               // GPU transports: rank 0's device, in words
   std::string ceiling_kind;         // GPU transports: "copy" or "sendrecv" (ceiling.h)
 };
-
-// Per phase (last: misc) and rank, the bytes the rank must receive at least
-// (PhaseLowerBounds::received, core/stats.h): a gen rank's dst regions, and every misc bucket for
-// gen ranks; train ranks receive nothing. On GPUs shared by ranks this is what must cross device
-// memory, so the copy ceiling copies exactly these bytes. lb_bytes comes from PhaseLowerBounds::moved.
-std::vector<std::vector<int64_t>> phase_receive_lower_bounds(const Plan& plan);
 
 // Collective: reduces traffic, wrong counts and times; `times[phase][iter]` already max over ranks.
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
