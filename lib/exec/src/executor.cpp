@@ -13,18 +13,28 @@ namespace {
 
 int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
-// A storage member's pattern region: the storage's own element type on sources (e4m3 for block-FP8),
-// the param's on destinations, which hold block-FP8 params dequantized (RegionSpec::dequant).
-RegionSpec region(const Plan& plan, const LocalStorage& s, const StorageMember& m, bool src) {
-  const ParamPlan& p = plan.params[m.param];
-  const DType type = src ? s.dtype : p.dtype;
-  RegionSpec r{s.shape, m.offset, m.box.extent, p.shape, m.box.offset, dtype_size(type), param_seed(p.name),
-               type == DType::F8_E4M3};
-  if (!src && p.src_dequant) {
+// What a destination holds of param p at global box (global_offset, extent), placed at storage_offset
+// of a tensor of storage_shape: the param's pattern in its dtype, or for a block-FP8-trained param the
+// BF16 its sources dequantized (RegionSpec::dequant).
+RegionSpec destination_region(const ParamPlan& p, const Dims& storage_shape, const Dims& storage_offset,
+                              const Dims& extent, const Dims& global_offset) {
+  RegionSpec r{storage_shape, storage_offset, extent,       p.shape, global_offset, dtype_size(p.dtype),
+               param_seed(p.name), p.dtype == DType::F8_E4M3};
+  if (p.src_dequant) {
     r.dequant = true;
     r.scale_seed = block_scale_seed(r.seed);
   }
   return r;
+}
+
+// A storage member's pattern region: on sources in the storage's own element type (e4m3 for
+// block-FP8), on destinations what they must hold.
+RegionSpec region(const Plan& plan, const LocalStorage& s, const StorageMember& m, bool src) {
+  const ParamPlan& p = plan.params[m.param];
+  if (!src) return destination_region(p, s.shape, m.offset, m.box.extent, m.box.offset);
+  return RegionSpec{s.shape,          m.offset,           m.box.extent,
+                    p.shape,          m.box.offset,       dtype_size(s.dtype),
+                    param_seed(p.name), s.dtype == DType::F8_E4M3};
 }
 
 
@@ -350,13 +360,7 @@ int64_t Executor::count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong)
     const Dims scale_extent = mxfp8_scale_shape(extent);
     const int64_t n = extent.product();
     std::vector<uint16_t> bf16(static_cast<size_t>(n));
-    RegionSpec want{extent, Dims::zeros(extent.n), extent, p.shape, m.box.offset, dtype_size(p.dtype),
-                    param_seed(p.name), false};
-    if (p.src_dequant) {  // block-FP8 trained: the BF16 the sources dequantized
-      want.dequant = true;
-      want.scale_seed = block_scale_seed(want.seed);
-    }
-    host_fill_pattern(bf16.data(), want);
+    host_fill_pattern(bf16.data(), destination_region(p, extent, Dims::zeros(extent.n), extent, m.box.offset));
     std::vector<uint8_t> want_v(static_cast<size_t>(n)), want_s(static_cast<size_t>(scale_extent.product()));
     mxfp8_quantize(bf16.data(), extent, want_v.data(), want_s.data());
     std::vector<uint8_t> got_v(want_v.size()), got_s(want_s.size());
