@@ -1,0 +1,121 @@
+// `reshard simulate`'s output: the JSON document and the text table of a SimResult (simulate.h).
+#include <cstdio>
+#include <string>
+
+#include "reshard/core/simulate.h"
+#include "reshard/core/units.h"
+
+namespace reshard {
+
+nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
+  using nlohmann::ordered_json;
+  const SystemModel& m = r.model;
+  auto par = [](const Parallelism& p) {
+    return ordered_json{{"num_gpus", p.num_gpus}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep}, {"etp", p.etp}, {"dp", p.dp}};
+  };
+  ordered_json phases = ordered_json::array();
+  for (const SimPhase& p : r.phases)
+    phases.push_back({{"phase", p.name},
+                      {"time_ms", p.seconds * 1e3},
+                      {"slowest_rank", p.slowest_rank},
+                      {"batches", p.batches},
+                      {"ops", p.ops},
+                      {"copies", p.copies},
+                      {"launches", p.launches},
+                      {"shared_copy_bytes", p.shared_copy_bytes},
+                      {"shared_copy_ms", p.shared_copy_seconds * 1e3},
+                      {"bound", p.shared_bound ? "shared-memory" : "rank"}});
+  return ordered_json{
+      {"format", "reshard-simulate"},
+      {"version", 1},
+      {"plan",
+       {{"fingerprint", plan.fingerprint},
+        {"model", plan.model_name},
+        {"train", par(plan.system.train)},
+        {"gen", par(plan.system.gen)},
+        {"transfers", plan.transfers.size()},
+        {"fanouts", plan.fanouts.size()},
+        {"buckets", plan.buckets.size()}}},
+      {"system",
+       {{"name", m.name},
+        {"gpus_per_node", m.gpus_per_node},
+        {"nvlink_gbps", m.nvlink_gbps},
+        {"nic_gbps", m.nic_gbps},
+        {"nvlink_latency_us", m.nvlink_latency_us},
+        {"nic_latency_us", m.nic_latency_us},
+        {"launch_us", m.launch_us},
+        {"per_op_us", m.per_op_us},
+        {"copy_gbps", m.copy_gbps},
+        {"shared_copy_gbps", m.shared_copy_gbps},
+        {"wire_copies", m.wire_copies},
+        {"per_copy_us", m.per_copy_us},
+        {"per_launch_us", m.per_launch_us},
+        {"box_ops", m.box_ops},
+        {"serial_issue", m.serial_issue},
+        {"linear_broadcast_max", m.linear_broadcast_max},
+        {"streams", m.streams},
+        {"batch_ops", m.batch_ops},
+        {"batch_bytes", m.batch_bytes},
+        {"staging_bytes", m.staging_bytes},
+        {"algo", to_string(m.algo)}}},
+      {"phases", phases},
+      {"bulk_time_ms", r.bulk_seconds * 1e3},
+      {"misc_time_ms", r.misc_seconds * 1e3},
+      {"sequential_time_ms", r.sequential_seconds * 1e3},
+      {"total_time_ms", r.total_seconds * 1e3},
+      {"slowest_rank", r.slowest_rank},
+      {"slowest_rank_batches", r.slowest_rank_batches},
+      {"busiest_link",
+       {{"rank", r.busiest_rank},
+        {"resource", to_string(r.busiest_link)},
+        {"bytes", r.busiest_link_bytes},
+        {"time_ms", r.busiest_link_seconds * 1e3}}},
+      {"nvlink_bytes", r.nvlink_bytes},
+      {"nic_bytes", r.nic_bytes},
+      {"copy_bytes", r.copy_bytes},
+      {"lower_bound_bytes", r.lower_bound_bytes},
+      {"lower_bound_time_ms", r.lower_bound_seconds * 1e3},
+      {"predicted_over_lower_bound", r.lower_bound_seconds > 0 ? r.total_seconds / r.lower_bound_seconds : 1.0}};
+}
+
+std::string format_simulation(const Plan& plan, const SimResult& r) {
+  const SystemModel& m = r.model;
+  std::string out;
+  char buf[512];
+  auto line = [&](const char* fmt, auto... xs) {
+    std::snprintf(buf, sizeof buf, fmt, xs...);
+    out += buf;
+  };
+  line("# reshard simulate: %s, %d train + %d gen ranks, fingerprint %s\n", plan.model_name.c_str(),
+       plan.train_world(), plan.gen_world(), plan.fingerprint.c_str());
+  line("#  system %s: %lld GPUs per NVLink domain, NVLink %.1f GB/s, NIC %.1f GB/s (per direction per GPU)\n",
+       m.name.c_str(), static_cast<long long>(m.gpus_per_node), m.nvlink_gbps, m.nic_gbps);
+  line("#  latency %.1f us NVLink / %.1f us NIC, launch %.1f us, per op %.2f us; streams %d, batch %lld ops / %s\n",
+       m.nvlink_latency_us, m.nic_latency_us, m.launch_us, m.per_op_us, m.streams, static_cast<long long>(m.batch_ops),
+       format_bytes(m.batch_bytes).c_str());
+  if (m.copy_gbps > 0)
+    line("#  copies %.1f GB/s per rank, %.1f GB/s shared per domain, %.2f per received byte, %.2f us each, "
+         "%.2f us per launch%s%s; algo %s\n",
+         m.copy_gbps, m.shared_copy_gbps, m.wire_copies, m.per_copy_us, m.per_launch_us,
+         m.box_ops ? ", box ops" : "", m.serial_issue ? ", serial issue" : "", to_string(m.algo));
+  line("#\n#%-27s %12s %13s %9s %10s %8s %8s\n", " phase", "time_ms", "slowest_rank", "batches", "ops",
+       "copies", "launches");
+  for (const SimPhase& p : r.phases)
+    line(" %-27s %12.3f %13d %9lld %10lld %8lld %8lld%s\n", p.name.c_str(), p.seconds * 1e3, p.slowest_rank,
+         static_cast<long long>(p.batches), static_cast<long long>(p.ops), static_cast<long long>(p.copies),
+         static_cast<long long>(p.launches), p.shared_bound ? "  (shared memory bound)" : "");
+  line(" %-27s %12.3f\n", "bulk (all stages)", r.bulk_seconds * 1e3);
+  line(" %-27s %12.3f\n", "sequential (bulk, then misc)", r.sequential_seconds * 1e3);
+  line(" %-27s %12.3f %13d %9lld\n", "total (executor order)", r.total_seconds * 1e3, r.slowest_rank,
+       static_cast<long long>(r.slowest_rank_batches));
+  line("# busiest link: rank %d %s, %s, %.3f ms of wire time\n", r.busiest_rank, to_string(r.busiest_link),
+       format_bytes(r.busiest_link_bytes).c_str(), r.busiest_link_seconds * 1e3);
+  line("# bytes over NVLink %s, over NICs %s, copied in memory %s\n", format_bytes(r.nvlink_bytes).c_str(),
+       format_bytes(r.nic_bytes).c_str(), format_bytes(r.copy_bytes).c_str());
+  line("# lower bound: %s on the busiest rank (plan), %.3f ms on this system; predicted total is %.2fx that\n",
+       format_bytes(r.lower_bound_bytes).c_str(), r.lower_bound_seconds * 1e3,
+       r.lower_bound_seconds > 0 ? r.total_seconds / r.lower_bound_seconds : 1.0);
+  return out;
+}
+
+}  // namespace reshard
