@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <tuple>
@@ -13,7 +12,6 @@
 #include "reshard/core/schedule.h"
 #include "reshard/core/stats.h"
 #include "reshard/core/storage.h"
-#include "reshard/core/units.h"
 
 namespace reshard {
 
