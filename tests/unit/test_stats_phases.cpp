@@ -29,16 +29,7 @@ ModelMeta two_layer_mlp() {
 // uneven over ep/tp).
 ModelMeta small_moe(int layers, int experts) { return test::small_moe(layers, experts, 13, "small-moe"); }
 
-SystemConfig system_of(int tg, int tpp, int ttp, int tep, int gg, int gtp) {
-  SystemConfig s;
-  s.train.num_gpus = tg;
-  s.train.pp = tpp;
-  s.train.tp = ttp;
-  s.train.ep = tep;
-  s.gen.num_gpus = gg;
-  s.gen.tp = gtp;
-  return s;
-}
+using test::system_of;
 
 // Train pp=2 (dp=2: each stage's two ranks hold every tensor of the stage whole), gen tp=2.
 TEST(PhaseLowerBounds, HandComputed) {

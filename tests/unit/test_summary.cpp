@@ -14,21 +14,13 @@ namespace reshard {
 namespace {
 
 using test::small_moe;
+using test::system_of;
 
-SystemConfig system_of(int tg, int tpp, int tep, int gg, int gtp) {
-  SystemConfig s;
-  s.train.num_gpus = tg;
-  s.train.pp = tpp;
-  s.train.ep = tep;
-  s.gen.num_gpus = gg;
-  s.gen.tp = gtp;
-  return s;
-}
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 TEST(Summary, TextCarriesTheStats) {
-  const Plan plan = plan_reshard(small_moe(4, 8), system_of(8, 2, 4, 4, 4), PlanOptions{});
+  const Plan plan = plan_reshard(small_moe(4, 8), system_of(8, 2, 1, 4, 4, 4), PlanOptions{});
   const PlanStats st = compute_stats(plan);
   const std::string s = format_summary(plan, st);
   EXPECT_TRUE(has(s, plan.fingerprint));
@@ -50,7 +42,7 @@ TEST(Summary, TextCarriesTheStats) {
 }
 
 TEST(Summary, LargeWorldListsOnlyTheBusiest) {
-  const Plan plan = plan_reshard(small_moe(2, 16), system_of(16, 1, 16, 16, 16), PlanOptions{});
+  const Plan plan = plan_reshard(small_moe(2, 16), system_of(16, 1, 1, 16, 16, 16), PlanOptions{});
   const PlanStats st = compute_stats(plan);
   ASSERT_GT(st.ranks.size(), kFullTableRanks);
   const std::vector<int> top = busiest_ranks(st, kTopRanks);
@@ -67,7 +59,7 @@ TEST(Summary, LargeWorldListsOnlyTheBusiest) {
 }
 
 TEST(Summary, JsonMatchesStats) {
-  const Plan plan = plan_reshard(small_moe(4, 8), system_of(8, 2, 4, 4, 4), PlanOptions{});
+  const Plan plan = plan_reshard(small_moe(4, 8), system_of(8, 2, 1, 4, 4, 4), PlanOptions{});
   const PlanStats st = compute_stats(plan);
   const auto j = summary_json(plan, st);
   EXPECT_EQ(j["fingerprint"], plan.fingerprint);
@@ -88,7 +80,7 @@ TEST(Summary, JsonMatchesStats) {
 }
 
 TEST(Summary, ParamViewListsTransfersWithCap) {
-  const Plan plan = plan_reshard(small_moe(4, 8), system_of(8, 2, 4, 4, 4), PlanOptions{});
+  const Plan plan = plan_reshard(small_moe(4, 8), system_of(8, 2, 1, 4, 4, 4), PlanOptions{});
   // A member name finds its grouped param.
   const uint32_t i = find_param(plan, "model.layers.1.mlp.experts.5.down_proj.weight");
   const ParamPlan& p = plan.params[i];
@@ -115,7 +107,7 @@ TEST(Summary, ParamViewListsTransfersWithCap) {
 }
 
 TEST(Summary, MiscParamShowsBucket) {
-  const Plan plan = plan_reshard(small_moe(2, 4), system_of(4, 1, 4, 4, 4), PlanOptions{});
+  const Plan plan = plan_reshard(small_moe(2, 4), system_of(4, 1, 1, 4, 4, 4), PlanOptions{});
   const uint32_t i = find_param(plan, "model.norm.weight");
   const ParamPlan& p = plan.params[i];
   ASSERT_EQ(p.path, Path::Misc);
@@ -135,7 +127,7 @@ TEST(Summary, ParamViewNamesPrecision) {
   PlanOptions o;
   o.gen_layout = GenLayout::Megatron;
   o.gen_precision = GenPrecision::Mxfp8;
-  const Plan mx = plan_reshard(m, system_of(2, 1, 2, 2, 2), o);
+  const Plan mx = plan_reshard(m, system_of(2, 1, 1, 2, 2, 2), o);
   const std::string s = format_param(mx, find_param(mx, "model.layers.0.mlp.experts.gate_proj.weight"), 1);
   EXPECT_TRUE(has(s, "precision  lands as MXFP8 (e4m3 + E8M0 scales in "
                      "decoder.layers.0.mlp.experts.linear_fc1.weight<i>_scale), quantized on receive"))
@@ -151,14 +143,14 @@ TEST(Summary, ParamViewNamesPrecision) {
                  {"model.layers.0.mlp.gate_proj.weight_scale_inv", {2, 1}, DType::F32}};
   PlanOptions meg;
   meg.gen_layout = GenLayout::Megatron;
-  const Plan dq = plan_reshard(fp8, system_of(2, 1, 1, 2, 2), meg);
+  const Plan dq = plan_reshard(fp8, system_of(2, 1, 1, 1, 2, 2), meg);
   EXPECT_TRUE(has(format_param(dq, 0, 1), "precision  sources hold block-FP8 (e4m3 + float32 _scale_inv), "
                                           "dequantized before sending"));
   EXPECT_EQ(param_json(dq, 0, 1)["src_dequant"], true);
 }
 
 TEST(Summary, UnknownParamNamesNearMatches) {
-  const Plan plan = plan_reshard(small_moe(2, 4), system_of(4, 1, 4, 4, 4), PlanOptions{});
+  const Plan plan = plan_reshard(small_moe(2, 4), system_of(4, 1, 1, 4, 4, 4), PlanOptions{});
   try {
     find_param(plan, "q_proj");
     FAIL();

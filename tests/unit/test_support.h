@@ -14,6 +14,18 @@ inline SystemConfig sys(int train_gpus, Parallelism train, int gen_gpus, Paralle
   return SystemConfig{train, gen};
 }
 
+// Train: pp, tp, ep over train_gpus (dp the rest); gen: tp over gen_gpus.
+inline SystemConfig system_of(int train_gpus, int train_pp, int train_tp, int train_ep, int gen_gpus, int gen_tp) {
+  SystemConfig s;
+  s.train.num_gpus = train_gpus;
+  s.train.pp = train_pp;
+  s.train.tp = train_tp;
+  s.train.ep = train_ep;
+  s.gen.num_gpus = gen_gpus;
+  s.gen.tp = gen_tp;
+  return s;
+}
+
 inline std::string test_data(const std::string& file) {
   return std::string(RESHARD_SOURCE_DIR) + "/tests/data/" + file;
 }
