@@ -1,7 +1,8 @@
 // CudaBatchCopy (lib/exec/src/cuda_batch_copy.h) against host_copy_box, byte for byte: many random
 // boxes per launch (ranks 0..4, element sizes 1/2/4/8, odd tensor placements so every vector width
 // is reached, empty boxes), the copy-engine split for large contiguous copies, launches cut at the
-// grid limit, and descriptor buffers reused while earlier launches may still run. Each copy writes
+// grid limit, descriptor buffers reused while earlier launches may still run, and fan-outs (one source
+// box into many destinations). Each copy writes
 // its own tensor of one destination arena, so the copies of a launch never overlap (the contract).
 // Skips without a device; argument checks run without one.
 #include <cuda_runtime.h>
@@ -293,6 +294,64 @@ TEST_F(CudaBatchCopyTest, ReusesDescriptorBuffersOnlyAfterTheirLaunchesFinish) {
   }
 }
 
+TEST_F(CudaBatchCopyTest, FanOutsWriteEveryDestinationFromOneRead) {
+  // Random boxes each copied into 1..19 destinations (more than kMaxFan: split into several
+  // descriptors), each destination its own tensor of one shape at odd placements; plus a 24 MiB
+  // contiguous row to 3 destinations, which must take the kernel (a memcpy would re-read).
+  for (int64_t memcpy_min : {kNeverMemcpy, CudaBatchCopy::kDefaultMemcpyMinBytes}) {
+    Batch b;
+    std::vector<std::vector<int64_t>> fans;  // per source copy: where its destinations start
+    int64_t src_cursor = 0, dst_cursor = 0;
+    for (int i = 0; i < 60; ++i) {
+      Copy c = random_copy(src_cursor, dst_cursor, int64_t{64} << 10, 10);
+      std::vector<int64_t> at{c.dst_at};
+      const int fan = static_cast<int>(uniform(1, 19));
+      for (int f = 1; f < fan; ++f) at.push_back(place(dst_cursor, c.dst_shape.product() * c.elem));
+      fans.push_back(at);
+      b.copies.push_back(c);
+    }
+    Copy row;
+    row.elem = 1;
+    row.src_shape = row.extent = row.dst_shape = {int64_t{24} << 20};
+    row.src_offset = row.dst_offset = {0};
+    row.src_at = place(src_cursor, row.src_shape[0]);
+    row.dst_at = place(dst_cursor, row.dst_shape[0]);
+    std::vector<int64_t> row_at{row.dst_at};
+    for (int f = 1; f < 3; ++f) row_at.push_back(place(dst_cursor, row.dst_shape[0]));
+    b.copies.push_back(row);
+    fans.push_back(row_at);
+    // Every destination is a copy of its own: the host reference and the byte check see them all.
+    Batch expanded;
+    for (size_t i = 0; i < b.copies.size(); ++i)
+      for (int64_t at : fans[i]) {
+        Copy c = b.copies[i];
+        c.dst_at = at;
+        expanded.copies.push_back(c);
+      }
+    finish(expanded, src_cursor, dst_cursor);
+    DeviceArena src(static_cast<int64_t>(expanded.src.size())), dst(static_cast<int64_t>(expanded.dst.size()));
+    src.upload(expanded.src);
+    dst.upload(expanded.dst);
+    CudaBatchCopy batch(memcpy_min);
+    int64_t descriptors = 0;
+    for (size_t i = 0; i < b.copies.size(); ++i) {
+      const Copy& c = b.copies[i];
+      std::vector<void*> dsts;
+      for (int64_t at : fans[i]) dsts.push_back(dst.get() + at);
+      batch.add_fanout(src.get() + c.src_at, c.src_shape, c.src_offset, dsts, c.dst_shape, c.dst_offset, c.extent,
+                       c.elem);
+      if (c.extent.product() > 0)
+        descriptors += (static_cast<int64_t>(dsts.size()) + CudaBatchCopy::kMaxFan - 1) / CudaBatchCopy::kMaxFan;
+    }
+    EXPECT_EQ(batch.pending(), descriptors);
+    batch.launch(stream_);
+    check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    EXPECT_EQ(batch.memcpys_issued(), 0);
+    EXPECT_EQ(batch.kernels_launched(), 1);
+    expect_equal(expanded, dst.download());
+  }
+}
+
 // Without a device too: nothing below reaches CUDA.
 TEST(CudaBatchCopyArgs, EmptyBoxesAreDroppedAndEmptyLaunchesDoNothing) {
   CudaBatchCopy batch;
@@ -319,10 +378,15 @@ TEST(CudaBatchCopyArgs, RejectsBadBoxesBeforeQueueingThem) {
   EXPECT_THROW(batch.add(host, {4, 8}, {0, 0}, host, {4, 8}, {0, 0}, {4, 8}, 0), Error);     // elem_size 0
   EXPECT_THROW(batch.add(nullptr, {4, 8}, {0, 0}, host, {4, 8}, {0, 0}, {1, 1}, 1), Error);  // null source
   EXPECT_THROW(CudaBatchCopy(CudaBatchCopy::kDefaultMemcpyMinBytes, 0), Error);              // no blocks
+  EXPECT_THROW(batch.add_fanout(host, {4, 8}, {0, 0}, {}, {4, 8}, {0, 0}, {1, 1}, 1), Error);  // no destination
+  EXPECT_THROW(batch.add_fanout(host, {4, 8}, {0, 0}, {host, nullptr}, {4, 8}, {0, 0}, {1, 1}, 1), Error);
   EXPECT_EQ(batch.pending(), 0);
   batch.add(host, {4, 8}, {1, 2}, host + 32, {2, 8}, {0, 0}, {2, 4}, 1);
   EXPECT_EQ(batch.pending(), 1);
   EXPECT_EQ(batch.pending_bytes(), 8);
+  batch.add_fanout(host, {4, 8}, {1, 2}, {host + 32, host + 48}, {2, 8}, {0, 0}, {2, 4}, 1);  // writes 2 x 8
+  EXPECT_EQ(batch.pending(), 2);
+  EXPECT_EQ(batch.pending_bytes(), 24);
   batch.clear();
   EXPECT_EQ(batch.pending(), 0);
 }

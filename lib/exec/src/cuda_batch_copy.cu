@@ -8,7 +8,7 @@
 // tasks, grid-stride within its own blocks). Blocks are numbered copy after copy; a block finds its
 // copy by binary search over a dense array of the copies' first blocks (4 bytes per copy, so a
 // bucket's few hundred copies are a few cache lines), so one launch serves copies from a few bytes
-// to gigabytes.
+// to gigabytes. A fan-out descriptor stores each vector it loads into up to kMaxFan destinations.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,6 +32,7 @@ constexpr size_t kMinDescBytes = size_t{1} << 18;  // first descriptor buffer: ~
 // One copy as the kernel sees it. Plain data, copied bytewise to the device.
 struct CopyDesc {
   uint64_t src = 0, dst = 0;  // first row's bytes
+  uint64_t more_dst[CudaBatchCopy::kMaxFan - 1] = {};  // a fan-out's other destinations (first row)
   int64_t row_bytes = 0;
   int64_t outer_extent[RowWalk::kMaxOuter] = {};  // outermost first
   int64_t stride_src[RowWalk::kMaxOuter] = {};    // bytes
@@ -44,6 +45,7 @@ struct CopyDesc {
   int32_t lanes_log2 = 0;
   int32_t per_lane = kPerLane;
   int32_t small = 0;  // task indices fit 32 bits (cheaper divisions)
+  int32_t fan = 1;    // destinations: dst, then more_dst[0 .. fan - 2]
 };
 static_assert(sizeof(CopyDesc) % alignof(uint32_t) == 0, "the first-block array follows the descriptors");
 
@@ -79,12 +81,23 @@ __device__ __forceinline__ void copy_rows(const CopyDesc& d, I block, I blocks) 
     const int64_t first =
         static_cast<int64_t>(seg) * static_cast<int64_t>(lanes) * per_lane + static_cast<int64_t>(lane);
     const V* in = reinterpret_cast<const V*>(d.src + static_cast<uint64_t>(a)) + first;
-    V* out = reinterpret_cast<V*>(d.dst + static_cast<uint64_t>(b)) + first;
     const int64_t left = vectors - first;
+    // Loads first, then the stores to every destination: a fan-out reads its source once (and the
+    // compiler, not knowing that source and destinations never alias, would not reorder them itself).
+    V v[kPerLane];
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int64_t at = static_cast<int64_t>(k) * static_cast<int64_t>(lanes);
-      if (k < per_lane && at < left) out[at] = in[at];
+      if (k < per_lane && at < left) v[k] = in[at];
+    }
+    for (int f = 0; f < d.fan; ++f) {
+      const uint64_t dst = f == 0 ? d.dst : d.more_dst[f - 1];
+      V* out = reinterpret_cast<V*>(dst + static_cast<uint64_t>(b)) + first;
+#pragma unroll
+      for (int k = 0; k < kPerLane; ++k) {
+        const int64_t at = static_cast<int64_t>(k) * static_cast<int64_t>(lanes);
+        if (k < per_lane && at < left) out[at] = v[k];
+      }
     }
   }
 }
@@ -137,6 +150,8 @@ __global__ void __launch_bounds__(kBlock)
 struct Pending {
   uintptr_t src = 0, dst = 0;  // tensor bases
   RowWalk w;
+  int fan = 1;  // a fan-out: also writes the tensors at more_dst[0 .. fan - 2] (same shape as dst's)
+  uintptr_t more_dst[CudaBatchCopy::kMaxFan - 1] = {};
 };
 
 // Descriptor buffers of one launch in flight: reused once `done` (recorded behind the launch's
@@ -164,7 +179,12 @@ CopyDesc describe_copy(const Pending& p, int64_t max_blocks) {
   d.dst = static_cast<uint64_t>(p.dst) + static_cast<uint64_t>(w.base_b);
   d.row_bytes = w.row_bytes;
   d.outer_n = w.outer_n;
+  d.fan = p.fan;
   uint64_t bits = d.src | d.dst | static_cast<uint64_t>(w.row_bytes);
+  for (int f = 0; f + 1 < p.fan; ++f) {
+    d.more_dst[f] = static_cast<uint64_t>(p.more_dst[f]) + static_cast<uint64_t>(w.base_b);
+    bits |= d.more_dst[f];
+  }
   for (int i = 0; i < w.outer_n; ++i) {
     d.outer_extent[i] = w.outer_extent[i];
     d.stride_src[i] = w.stride_a[i];
@@ -275,13 +295,26 @@ CudaBatchCopy::~CudaBatchCopy() = default;
 
 void CudaBatchCopy::add(const void* src, const Dims& src_shape, const Dims& src_offset, void* dst,
                         const Dims& dst_shape, const Dims& dst_offset, const Dims& extent, int elem_size) {
+  add_fanout(src, src_shape, src_offset, std::vector<void*>{dst}, dst_shape, dst_offset, extent, elem_size);
+}
+
+void CudaBatchCopy::add_fanout(const void* src, const Dims& src_shape, const Dims& src_offset,
+                               const std::vector<void*>& dsts, const Dims& dst_shape, const Dims& dst_offset,
+                               const Dims& extent, int elem_size) {
   const RowWalk w = row_walk(extent, src_shape, src_offset, dst_shape, dst_offset, elem_size);
   if (w.rows() == 0) return;
-  if (src == nullptr || dst == nullptr)
-    throw runtime_error("CudaBatchCopy: null " + std::string(src == nullptr ? "source" : "destination") +
+  const bool null_dst = std::find(dsts.begin(), dsts.end(), nullptr) != dsts.end();
+  if (src == nullptr || null_dst || dsts.empty())
+    throw runtime_error("CudaBatchCopy: " +
+                        std::string(src == nullptr ? "null source" : dsts.empty() ? "no destination" : "null destination") +
                         " for a box of extent " + extent.str());
-  impl_->pending.push_back(Pending{reinterpret_cast<uintptr_t>(src), reinterpret_cast<uintptr_t>(dst), w});
-  impl_->pending_bytes += w.rows() * w.row_bytes;
+  for (size_t first = 0; first < dsts.size(); first += kMaxFan) {
+    Pending p{reinterpret_cast<uintptr_t>(src), reinterpret_cast<uintptr_t>(dsts[first]), w};
+    p.fan = static_cast<int>(std::min<size_t>(kMaxFan, dsts.size() - first));
+    for (int f = 1; f < p.fan; ++f) p.more_dst[f - 1] = reinterpret_cast<uintptr_t>(dsts[first + static_cast<size_t>(f)]);
+    impl_->pending.push_back(p);
+    impl_->pending_bytes += w.rows() * w.row_bytes * p.fan;
+  }
 }
 
 int64_t CudaBatchCopy::pending() const { return static_cast<int64_t>(impl_->pending.size()); }
@@ -310,7 +343,7 @@ void CudaBatchCopy::launch(void* stream) {
   m.launches.clear();
   int64_t grid = 0;
   for (const Pending& p : m.pending) {
-    if (p.w.outer_n == 0 && p.w.row_bytes >= m.memcpy_min) {
+    if (p.fan == 1 && p.w.outer_n == 0 && p.w.row_bytes >= m.memcpy_min) {
       RESHARD_CUDA_CHECK(
           cudaMemcpyAsync(reinterpret_cast<void*>(p.dst + static_cast<uintptr_t>(p.w.base_b)),
                           reinterpret_cast<const void*>(p.src + static_cast<uintptr_t>(p.w.base_a)),

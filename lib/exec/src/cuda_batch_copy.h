@@ -23,6 +23,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "reshard/core/box.h"
 
@@ -32,6 +33,7 @@ class CudaBatchCopy {
  public:
   static constexpr int64_t kDefaultMemcpyMinBytes = int64_t{8} << 20;
   static constexpr int64_t kMaxGridBlocks = int64_t{1} << 30;  // per kernel launch (grid.x limit: 2^31 - 1)
+  static constexpr int kMaxFan = 8;  // destinations one fan-out copy writes per read (more: split)
 
   // memcpy_min_bytes: contiguous copies this large or larger use cudaMemcpyAsync (INT64_MAX: never).
   // max_grid_blocks: blocks per kernel launch; a batch needing more is split into several launches
@@ -47,8 +49,16 @@ class CudaBatchCopy {
   // Empty boxes are dropped (their pointers may be null).
   void add(const void* src, const Dims& src_shape, const Dims& src_offset, void* dst, const Dims& dst_shape,
            const Dims& dst_offset, const Dims& extent, int elem_size);
-  int64_t pending() const;        // copies queued since the last launch or clear
-  int64_t pending_bytes() const;  // their bytes
+  // A fan-out: the same box copied into each of `dsts` (tensors of one shape, the box at the same
+  // offset in each), reading the source once per kMaxFan destinations. On one GPU shared by the ranks
+  // of a broadcast (cuda-ipc push) this saves the re-reads: k copies cost 1 read + k writes of
+  // device memory instead of k + k. Fan-outs always take the kernel (cudaMemcpyAsync would re-read).
+  // The destinations must not overlap each other.
+  void add_fanout(const void* src, const Dims& src_shape, const Dims& src_offset, const std::vector<void*>& dsts,
+                  const Dims& dst_shape, const Dims& dst_offset, const Dims& extent, int elem_size);
+  int64_t pending() const;        // copies queued since the last launch or clear (a fan-out counts once
+                                  // per kMaxFan destinations)
+  int64_t pending_bytes() const;  // the bytes they write
   // Enqueues every queued copy on `stream` (asynchronous; nothing when none is queued) and empties
   // the queue. Work of later calls on the same stream runs after it.
   void launch(void* stream);

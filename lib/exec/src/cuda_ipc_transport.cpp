@@ -1,37 +1,43 @@
-// The CUDA IPC data plane: ranks of one node, device buffers, pull model, box ops.
+// The CUDA IPC data plane: ranks of one node, device buffers, box ops, pull or push.
 //
-// A sender describes its part of an op as pieces: strided boxes of its device tensors, each named as
-// (allocation id, offset of the tensor's base) of its CudaMemory plus the allocation's
-// cudaIpcMemHandle (exported once per allocation, cached). A receiver maps each (rank, allocation)
-// once (cached for the transport's life, so every iteration reuses it) and copies every overlap of
-// one of its own pieces with one of the sender's, in wire coordinates, straight from the sender's
-// tensor into its own, on its own stream: strided sources need no pack, strided destinations no unpack,
-// and a receiver without pieces (one that discards) copies nothing. Plain send/recv/broadcast are
-// one-piece boxes of bytes. The copies of every receive started in one progress pass on one stream go
-// out as ONE batched kernel launch (cuda_batch_copy.h; large contiguous ones as cudaMemcpyAsync),
-// followed by one event that all those receives wait on: one launch per pass instead of one per
-// overlap (hundreds per misc batch), which is what the copies cost on a GPU shared by several ranks.
-// Per batch and stream:
-//   flush: a sender synchronizes the stream (packs of the non-box path are done, so the bytes are
-//          there), then sends ONE message per peer holding the descriptions of all its ops to that
-//          peer (MPI, the transport's own communicator, tag = stream);
-//   wait:  one progress loop over all streams: arrived messages are split into per-(stream, peer)
-//          queues of descriptions; a posted receive takes the next description of its peer and
+// Every op has a DESCRIBING side and a COPYING side. The describer names its part of the op as
+// pieces: strided boxes of its device tensors, each as (allocation id, offset of the tensor's base)
+// of its CudaMemory plus the allocation's cudaIpcMemHandle (exported once per allocation, cached).
+// The copier maps each (rank, allocation) once (cached for the transport's life, so every iteration
+// reuses it) and copies every overlap of a destination piece with a source piece, in wire coordinates,
+// straight from tensor to tensor on its own stream: strided sources need no pack, strided destinations
+// no unpack, and a receiver without pieces (one that discards) gets nothing copied. Plain
+// send/recv/broadcast are one-piece boxes of bytes.
+//   pull (default): the sender (a broadcast's root) describes its sources; each receiver copies from
+//         them into its own tensors.
+//   push (RESHARD_CUDA_IPC_MODE=push): each receiver describes its destinations; the sender copies into
+//         them. A broadcast's root waits for every member's description and copies a source box that
+//         several members keep as ONE fan-out copy (read once, written to each): on ranks sharing a GPU
+//         that saves the re-reads, and only the roots' processes issue GPU work.
+// The copies of every op started in one progress pass on one stream go out as ONE batched kernel
+// launch (cuda_batch_copy.h; large contiguous single copies as cudaMemcpyAsync), followed by one
+// event for all those ops. Per batch and stream:
+//   flush: a describer synchronizes the stream (pull: the packs of the non-box path are done, so the
+//          sources are there; push: earlier work on the destinations, e.g. unpacking staging, is
+//          done), then sends ONE message per peer holding the descriptions of all its ops to that peer
+//          (MPI, the transport's own communicator, tag = stream);
+//   wait:  one progress loop over all streams: arrived messages are numbered per (stream, peer); a
+//          posted copying op takes the description its peers sent for it (the k-th op between two
+//          ranks on a stream matches the k-th description: both post in the global op order) and
 //          queues its copies; each pass launches a stream's queued copies at once and records one
-//          event behind them; completed copies are acked (one message per peer and pass carrying a
-//          count); a stream is done when its receives are copied and every send it
-//          flushed was acked (the sender may then reuse its buffers).
-// A broadcast is a send from the root to every other member of the group; each member pulls.
-// Progress covers every stream, and a sender never blocks in flush, so the executor's argument holds:
-// the lowest unfinished op is posted by all its ranks and completes. Matching: messages between two
-// ranks on one stream arrive in posting order (MPI non-overtaking) and their descriptions are queued
-// in that order, which is the global op order both ranks share, so batch boundaries may differ;
-// each description carries its byte count, group and wire shape, and a mismatch is an error.
-// RESHARD_CUDA_IPC_BOXES=0 (same on every rank) turns box ops off, so the executor packs into staging
-// as for the other transports: for measuring what box ops save. Receiver-side knobs (may differ
-// between ranks; for measuring): RESHARD_CUDA_IPC_BATCH=0 issues one cuda_copy_box per overlap again;
-// RESHARD_CUDA_IPC_MEMCPY_MIN=<bytes> is the size from which contiguous copies of a batch take
-// cudaMemcpyAsync instead of the kernel (default CudaBatchCopy::kDefaultMemcpyMinBytes; 0: all).
+//          event behind them; completed ops are acked (one message per peer and pass carrying a
+//          count); a stream is done when its copying ops are done and every description it flushed
+//          was acked (a pull sender may then reuse its buffers; a push receiver reads its data).
+// Progress covers every stream, and no rank blocks in flush, so the executor's argument holds: the
+// lowest unfinished op is posted by all its ranks and completes. Each description carries its byte
+// count, group, owner and wire shape, and a mismatch is an error, as are pieces that do not cover
+// what a receiver keeps.
+// Knobs that must be the same on every rank (checked at setup): RESHARD_CUDA_IPC_MODE=pull|push;
+// RESHARD_CUDA_IPC_BOXES=0 turns box ops off, so the executor packs into staging as for the other
+// transports (for measuring what box ops save). Copier-side knobs (may differ between ranks; for
+// measuring): RESHARD_CUDA_IPC_BATCH=0 issues one cuda_copy_box per overlap; RESHARD_CUDA_IPC_MEMCPY_MIN
+// =<bytes> is the size from which contiguous copies of a batch take cudaMemcpyAsync instead of the
+// kernel (default CudaBatchCopy::kDefaultMemcpyMinBytes; 0: all).
 #if RESHARD_HAVE_CUDA && RESHARD_HAVE_MPI
 #include <algorithm>
 #include <cerrno>
@@ -45,6 +51,7 @@
 #include "cuda_batch_copy.h"
 #include "cuda_check.h"
 #include "cuda_context.h"
+#include "cuda_ipc_wire.h"
 #include "reshard/core/error.h"
 #include "reshard/exec/control.h"
 #include "reshard/exec/cuda_region_ops.h"
@@ -57,31 +64,17 @@ namespace {
 
 constexpr int kAckTag = 1 << 12;  // + stream; descriptions use tag = stream (streams <= 64)
 
-// The wire form of one op's description (a message holds several back to back): a header, then
-// `pieces` pieces. Both plain structs, copied bytewise between ranks of one build.
-struct OpHeader {
-  int64_t bytes = 0;
-  int32_t owner = 0, group = 0;
-  int32_t elem_size = 0, pieces = 0;
-  Dims wire_extent;
-};
-struct PieceDesc {
-  int64_t alloc_id = 0, base_offset = 0;  // the tensor's base inside the owner's allocation
-  Dims shape, offset, wire_offset, extent;
-  cudaIpcMemHandle_t handle{};
-};
-struct Description {
-  OpHeader head;
-  std::vector<PieceDesc> pieces;
-};
-
-struct RecvOp {
+// The copying side of one op: this rank's pieces (pull: its destinations; push: its sources) and
+// the peers whose descriptions it waits for (pull: the sender; push: the receivers).
+struct CopyOp {
   enum State { Waiting, Copying, Done };
-  int peer = 0, group = 0, elem_size = 1;
+  std::vector<int> peers;
+  std::vector<int64_t> seqs;  // per peer: the number of the description it sends for this op
+  int group = 0, elem_size = 1;
   int64_t bytes = 0;
   Dims wire_extent;
   std::vector<BoxPiece> pieces;
-  cudaEvent_t event = nullptr;  // behind its copies; shared by the receives of its pass, owned by Stream
+  cudaEvent_t event = nullptr;  // behind its copies; shared by the ops of its pass, owned by Stream
   State state = Waiting;
 };
 
@@ -91,9 +84,9 @@ struct Queued {
 };
 
 struct Stream {
-  std::map<int, Queued> queued;    // by peer: posted since the last flush
-  std::map<int, int64_t> unacked;  // by peer: flushed sends not yet acked
-  std::deque<RecvOp> recvs;
+  std::map<int, Queued> queued;    // by peer: described since the last flush
+  std::map<int, int64_t> unacked;  // by peer: flushed descriptions not yet acked
+  std::deque<CopyOp> ops;
   std::vector<cudaEvent_t> events;  // recorded behind this wait's copies (one per pass that started any)
 };
 
@@ -103,20 +96,24 @@ struct Outgoing {
   MPI_Request req = MPI_REQUEST_NULL;
 };
 
-int64_t elements(const std::vector<BoxPiece>& pieces) {
+// One box copy a push root queues, before copies of one source box to several members are merged.
+struct PushCopy {
+  const void* src;
+  Dims src_shape, src_at;
+  void* dst;
+  Dims dst_shape, dst_at, extent;
+};
+
+template <class P>
+int64_t elements(const std::vector<P>& pieces) {
   int64_t n = 0;
-  for (const BoxPiece& p : pieces) n += p.extent.product();
+  for (const P& p : pieces) n += p.extent.product();
   return n;
 }
 
-bool boxes_enabled() {
-  const char* v = std::getenv("RESHARD_CUDA_IPC_BOXES");
-  return v == nullptr || std::string(v) != "0";
-}
-
-bool batch_enabled() {
-  const char* v = std::getenv("RESHARD_CUDA_IPC_BATCH");
-  return v == nullptr || std::string(v) != "0";
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? std::string() : std::string(v);
 }
 
 // RESHARD_CUDA_IPC_MEMCPY_MIN: a byte count (digits only); the default when unset.
@@ -131,11 +128,22 @@ int64_t memcpy_min_bytes() {
   return n;
 }
 
+// The lexicographic key of a push copy without its destination: copies with equal keys read the same
+// source box into tensors of one shape at one offset, so they merge into one fan-out.
+std::vector<int64_t> fanout_key(const PushCopy& c) {
+  std::vector<int64_t> k{static_cast<int64_t>(reinterpret_cast<uintptr_t>(c.src))};
+  for (const Dims* d : {&c.src_shape, &c.src_at, &c.dst_shape, &c.dst_at, &c.extent}) {
+    k.push_back(d->n);
+    for (int i = 0; i < d->n; ++i) k.push_back((*d)[i]);
+  }
+  return k;
+}
+
 class CudaIpcTransport final : public Transport {
  public:
   CudaIpcTransport(Control& control, const TransportOptions& options)
       : options_(options),
-        batch_enabled_(batch_enabled()),
+        batch_enabled_(env("RESHARD_CUDA_IPC_BATCH") != "0"),
         batch_(memcpy_min_bytes()),
         out_(std::make_unique<std::deque<Outgoing>>()) {
     MPI_Comm parent = *static_cast<MPI_Comm*>(control.native_comm());
@@ -143,13 +151,18 @@ class CudaIpcTransport final : public Transport {
     RESHARD_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     RESHARD_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     RESHARD_MPI_CHECK(MPI_Comm_size(comm_, &size_));
-    // Both ends of an op must agree on box ops: check the knob before anything can fail alone.
-    boxes_ = boxes_enabled();
-    int lo = boxes_, hi = boxes_;
-    RESHARD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, comm_));
-    RESHARD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, comm_));
-    if (lo != hi)
+    // Both ends of an op must agree on box ops and on who copies: every rank takes part in both checks
+    // before any can fail alone (a rank throwing early would leave the others in the collective).
+    const std::string mode = env("RESHARD_CUDA_IPC_MODE");
+    const int mode_code = mode.empty() || mode == "pull" ? 0 : mode == "push" ? 1 : -1;
+    boxes_ = env("RESHARD_CUDA_IPC_BOXES") != "0";
+    const bool same_boxes = same_on_every_rank(boxes_ ? 1 : 0), same_mode = same_on_every_rank(mode_code);
+    if (mode_code < 0) throw config_error("RESHARD_CUDA_IPC_MODE='" + mode + "': expected pull or push");
+    if (!same_boxes)
       throw config_error("RESHARD_CUDA_IPC_BOXES differs between ranks: set it for all (mpirun -x) or none");
+    if (!same_mode)
+      throw config_error("RESHARD_CUDA_IPC_MODE differs between ranks: set it for all (mpirun -x) or none");
+    push_ = mode_code == 1;
     ctx_ = std::make_shared<CudaContext>(control, "cuda-ipc");
     if (ctx_->local_size != size_)
       throw config_error("--transport cuda-ipc needs every rank on one node, but " + ctx_->host + " runs " +
@@ -178,7 +191,8 @@ class CudaIpcTransport final : public Transport {
 
   std::string name() const override { return "cuda-ipc"; }
   std::string version() const override {
-    return "CUDA runtime " + cuda_version(ctx_->runtime_version) + ", driver " + cuda_version(ctx_->driver_version);
+    return "CUDA runtime " + cuda_version(ctx_->runtime_version) + ", driver " + cuda_version(ctx_->driver_version) +
+           (push_ ? ", push" : ", pull");
   }
   MemoryKind memory_kind() const override { return MemoryKind::Device; }
   int64_t max_message_bytes() const override { return int64_t{1} << 40; }
@@ -212,38 +226,47 @@ class CudaIpcTransport final : public Transport {
   void send_boxes(int stream, int group, int peer, const Dims& wire_extent, int elem_size,
                   const std::vector<BoxPiece>& pieces) override {
     check_member(group, peer);
-    queue(at(stream), peer, describe(group, wire_extent, elem_size, pieces));
+    check_sources(wire_extent, elem_size, pieces);
+    if (push_) {
+      add_copy_op(stream, group, {peer}, wire_extent, elem_size, pieces);
+    } else {
+      queue(at(stream), peer, describe(group, wire_extent, elem_size, pieces));
+    }
   }
 
   void recv_boxes(int stream, int group, int peer, const Dims& wire_extent, int elem_size,
                   const std::vector<BoxPiece>& pieces) override {
     check_member(group, peer);
     check_pieces(wire_extent, elem_size, pieces);
-    Stream& s = at(stream);
-    s.recvs.push_back(RecvOp{});
-    RecvOp& r = s.recvs.back();
-    r.peer = peer;
-    r.group = group;
-    r.elem_size = elem_size;
-    r.bytes = wire_extent.product() * elem_size;
-    r.wire_extent = wire_extent;
-    r.pieces = pieces;
+    if (push_) {
+      queue(at(stream), peer, describe(group, wire_extent, elem_size, pieces));
+    } else {
+      add_copy_op(stream, group, {peer}, wire_extent, elem_size, pieces);
+    }
   }
 
+  // A broadcast is a send from the root to every other member of the group.
   void broadcast_boxes(int stream, int group, int root, const Dims& wire_extent, int elem_size,
                        const std::vector<BoxPiece>& pieces) override {
     if (root != rank_) return recv_boxes(stream, group, root, wire_extent, elem_size, pieces);
     check_member(group, -1);
-    const std::string d = describe(group, wire_extent, elem_size, pieces);
+    check_sources(wire_extent, elem_size, pieces);
+    std::vector<int> members;
     for (int m : groups_[static_cast<size_t>(group)])
-      if (m != rank_) queue(at(stream), m, d);
+      if (m != rank_) members.push_back(m);
+    if (push_) {
+      add_copy_op(stream, group, members, wire_extent, elem_size, pieces);
+      return;
+    }
+    const std::string d = describe(group, wire_extent, elem_size, pieces);
+    for (int m : members) queue(at(stream), m, d);
   }
 
   void flush(int stream) override {
     Stream& s = at(stream);
     if (s.queued.empty()) return;
-    // The sends' bytes were produced on this stream (packs) or before the batch: once it is idle,
-    // receivers may read them.
+    // What was described is idle once the stream is: pull: the sources (packs ran on this stream, or
+    // before the batch); push: the destinations (nothing on this stream still reads or writes them).
     RESHARD_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream(stream)));
     for (auto& [peer, q] : s.queued) {
       post(peer, stream, std::move(q.data));
@@ -264,7 +287,7 @@ class CudaIpcTransport final : public Transport {
       }
     }
     s.unacked.clear();
-    s.recvs.clear();
+    s.ops.clear();
     release_events(s);
   }
 
@@ -273,6 +296,13 @@ class CudaIpcTransport final : public Transport {
 
   static std::vector<BoxPiece> bytes_piece(void* buf, int64_t bytes) {
     return {BoxPiece{buf, Dims{bytes}, Dims{0}, Dims{0}, Dims{bytes}}};
+  }
+
+  bool same_on_every_rank(int v) {
+    int lo = v, hi = v;
+    RESHARD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, comm_));
+    RESHARD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, comm_));
+    return lo == hi;
   }
 
   Stream& at(int stream) {
@@ -306,12 +336,31 @@ class CudaIpcTransport final : public Transport {
     }
   }
 
-  // One op's description: the sender's pieces, which must cover the wire box.
-  std::string describe(int group, const Dims& wire_extent, int elem_size, const std::vector<BoxPiece>& pieces) {
-    check_pieces(wire_extent, elem_size, pieces);
-    if (elements(pieces) != wire_extent.product())
+  // A sender's pieces lie inside the wire box and cover it.
+  static void check_sources(const Dims& wire, int elem_size, const std::vector<BoxPiece>& pieces) {
+    check_pieces(wire, elem_size, pieces);
+    if (elements(pieces) != wire.product())
       throw runtime_error("cuda-ipc: a sender's pieces hold " + std::to_string(elements(pieces)) +
-                          " elements of a wire box of " + std::to_string(wire_extent.product()));
+                          " elements of a wire box of " + std::to_string(wire.product()));
+  }
+
+  void add_copy_op(int stream, int group, const std::vector<int>& peers, const Dims& wire_extent, int elem_size,
+                   const std::vector<BoxPiece>& pieces) {
+    Stream& s = at(stream);
+    s.ops.push_back(CopyOp{});
+    CopyOp& op = s.ops.back();
+    op.peers = peers;
+    for (int p : peers) op.seqs.push_back(expected_[{stream, p}]++);
+    op.group = group;
+    op.elem_size = elem_size;
+    op.bytes = wire_extent.product() * elem_size;
+    op.wire_extent = wire_extent;
+    op.pieces = pieces;
+    if (peers.empty()) op.state = CopyOp::Done;  // a broadcast in a group of one
+  }
+
+  // One op's description: this rank's pieces.
+  std::string describe(int group, const Dims& wire_extent, int elem_size, const std::vector<BoxPiece>& pieces) {
     OpHeader h;
     h.bytes = wire_extent.product() * elem_size;
     h.owner = rank_;
@@ -319,7 +368,7 @@ class CudaIpcTransport final : public Transport {
     h.elem_size = elem_size;
     h.pieces = static_cast<int32_t>(pieces.size());
     h.wire_extent = wire_extent;
-    std::string out(reinterpret_cast<const char*>(&h), sizeof h);
+    std::vector<PieceDesc> descs;
     for (const BoxPiece& p : pieces) {
       const auto [base, alloc] = ctx_->find(p.base, p.shape.product() * elem_size);
       PieceDesc d;
@@ -336,8 +385,10 @@ class CudaIpcTransport final : public Transport {
         it = exported_.emplace(alloc.id, handle).first;
       }
       d.handle = it->second;
-      out.append(reinterpret_cast<const char*>(&d), sizeof d);
+      descs.push_back(d);
     }
+    std::string out;
+    append_description(out, h, descs);
     return out;
   }
 
@@ -357,30 +408,8 @@ class CudaIpcTransport final : public Transport {
         MPI_Isend(o.data.data(), static_cast<int>(o.data.size()), MPI_BYTE, peer, tag, comm_, &o.req));
   }
 
-  // Splits a message of descriptions from `peer` into `into`.
-  void parse(const std::string& m, int peer, std::deque<Description>& into) const {
-    size_t at = 0;
-    while (at < m.size()) {
-      Description d;
-      if (m.size() - at < sizeof(OpHeader)) break;
-      std::memcpy(&d.head, m.data() + at, sizeof(OpHeader));
-      at += sizeof(OpHeader);
-      if (d.head.pieces < 0 || (m.size() - at) / sizeof(PieceDesc) < static_cast<size_t>(d.head.pieces)) {
-        at = m.size() + 1;
-        break;
-      }
-      d.pieces.resize(static_cast<size_t>(d.head.pieces));
-      if (!d.pieces.empty()) std::memcpy(static_cast<void*>(d.pieces.data()), m.data() + at, d.pieces.size() * sizeof(PieceDesc));
-      at += d.pieces.size() * sizeof(PieceDesc);
-      into.push_back(std::move(d));
-    }
-    if (at != m.size())
-      throw runtime_error("cuda-ipc: malformed message of " + std::to_string(m.size()) + " bytes from rank " +
-                          std::to_string(peer) + " (do all ranks run the same reshard build?)");
-  }
-
-  // The peer's allocation mapped into this process (opened once, reused every iteration).
-  const uint8_t* map(int owner, const PieceDesc& d) {
+  // The peer's tensor at `d` mapped into this process (each allocation opened once, reused every iteration).
+  uint8_t* map(int owner, const PieceDesc& d) {
     const auto key = std::make_pair(owner, d.alloc_id);
     auto it = mapped_.find(key);
     if (it == mapped_.end()) {
@@ -388,7 +417,7 @@ class CudaIpcTransport final : public Transport {
       RESHARD_CUDA_CHECK(cudaIpcOpenMemHandle(&p, d.handle, cudaIpcMemLazyEnablePeerAccess));
       it = mapped_.emplace(key, p).first;
     }
-    return static_cast<const uint8_t*>(it->second);
+    return static_cast<uint8_t*>(it->second) + d.base_offset;
   }
 
   void release_events(Stream& s) {
@@ -407,83 +436,91 @@ class CudaIpcTransport final : public Transport {
     return e;
   }
 
-  // Issues the copies of receive `r` described by `d`: every overlap of one of r's pieces with one of
-  // the sender's, from the sender's mapped tensor into r's. They are queued in batch_ (issued on the
-  // stream at once with RESHARD_CUDA_IPC_BATCH=0); r is then Copying, without an event until
-  // launch_pass() launches the pass's copies and records one. Done at once when r keeps nothing.
-  void start_copies(RecvOp& r, const Description& d, int stream) {
+  // The description `d` that `peer` sent for op `op` matches it.
+  static void check_header(const CopyOp& op, const Description& d, int peer) {
     const OpHeader& h = d.head;
-    if (h.bytes != r.bytes || h.group != r.group || h.owner != r.peer || h.elem_size != r.elem_size ||
-        h.wire_extent != r.wire_extent)
-      throw runtime_error("cuda-ipc: rank " + std::to_string(r.peer) + " described " + std::to_string(h.bytes) +
+    if (h.bytes != op.bytes || h.group != op.group || h.owner != peer || h.elem_size != op.elem_size ||
+        h.wire_extent != op.wire_extent)
+      throw runtime_error("cuda-ipc: rank " + std::to_string(peer) + " described " + std::to_string(h.bytes) +
                           " bytes (wire " + h.wire_extent.str() + " x " + std::to_string(h.elem_size) + " B) of group " +
-                          std::to_string(h.group) + ", expected " + std::to_string(r.bytes) + " bytes (wire " +
-                          r.wire_extent.str() + " x " + std::to_string(r.elem_size) + " B) of group " +
-                          std::to_string(r.group) + " (do all ranks run the same plan and flags?)");
-    if (r.pieces.empty()) {
-      r.state = RecvOp::Done;
+                          std::to_string(h.group) + ", expected " + std::to_string(op.bytes) + " bytes (wire " +
+                          op.wire_extent.str() + " x " + std::to_string(op.elem_size) + " B) of group " +
+                          std::to_string(op.group) + " (do all ranks run the same plan and flags?)");
+  }
+
+  static void check_covered(int64_t covered, int64_t wanted, int receiver, int sender) {
+    if (covered != wanted)
+      throw runtime_error("cuda-ipc: rank " + std::to_string(sender) + "'s pieces cover " + std::to_string(covered) +
+                          " of the " + std::to_string(wanted) + " elements rank " + std::to_string(receiver) +
+                          " receives");
+  }
+
+  void copy(const void* src, const Dims& src_shape, const Dims& src_at, const std::vector<void*>& dsts,
+            const Dims& dst_shape, const Dims& dst_at, const Dims& extent, int elem_size, int stream) {
+    if (batch_enabled_) {
+      batch_.add_fanout(src, src_shape, src_at, dsts, dst_shape, dst_at, extent, elem_size);
       return;
     }
-    // 1-D wires (misc buckets: many params each side) overlap in a sweep over the sender's pieces
-    // sorted by start; other wires have few pieces and take every pair.
-    std::vector<const PieceDesc*> src;
-    for (const PieceDesc& p : d.pieces) src.push_back(&p);
-    const bool flat = r.wire_extent.n == 1;
-    if (flat)
-      std::sort(src.begin(), src.end(),
-                [](const PieceDesc* a, const PieceDesc* b) { return a->wire_offset[0] < b->wire_offset[0]; });
-    const cudaStream_t cs = ctx_->stream(stream);
-    int64_t covered = 0;
-    for (const BoxPiece& mine : r.pieces) {
-      const Box want{mine.wire_offset, mine.extent};
-      size_t first = 0;
-      if (flat) {  // the last piece starting at or before ours may overlap it; earlier ones end before it
-        auto it = std::upper_bound(src.begin(), src.end(), want.offset[0],
-                                   [](int64_t v, const PieceDesc* p) { return v < p->wire_offset[0]; });
-        first = it == src.begin() ? 0 : static_cast<size_t>(it - src.begin()) - 1;
+    for (void* dst : dsts)
+      cuda_copy_box(src, src_shape, src_at, dst, dst_shape, dst_at, extent, elem_size, ctx_->stream(stream));
+  }
+
+  // Queues the copies of `op` given its peers' descriptions (in op.peers order) in batch_ (issued at
+  // once with RESHARD_CUDA_IPC_BATCH=0); op is then Copying, without an event until launch_pass()
+  // launches the pass's copies and records one. Done at once when nothing is to be copied.
+  void start_copies(CopyOp& op, const std::vector<Description>& descs, int stream) {
+    for (size_t i = 0; i < descs.size(); ++i) check_header(op, descs[i], op.peers[i]);
+    const int es = op.elem_size;
+    int64_t queued = 0;
+    if (!push_) {  // pull: from the sender's pieces into this rank's
+      const int sender = op.peers.front();
+      const int64_t covered = for_each_overlap(
+          op.pieces, descs.front().pieces,
+          [&](const BoxPiece& mine, const PieceDesc& theirs, const Box& o, const Dims& to, const Dims& from) {
+            copy(map(sender, theirs), theirs.shape, from, {mine.base}, mine.shape, to, o.extent, es, stream);
+          });
+      check_covered(covered, elements(op.pieces), rank_, sender);
+      queued = covered;
+    } else {  // push: from this rank's pieces into each receiver's; one source box kept by several: one fan-out
+      std::vector<PushCopy> copies;
+      for (size_t i = 0; i < descs.size(); ++i) {
+        const int receiver = op.peers[i];
+        const int64_t covered = for_each_overlap(
+            descs[i].pieces, op.pieces,
+            [&](const PieceDesc& theirs, const BoxPiece& mine, const Box& o, const Dims& to, const Dims& from) {
+              copies.push_back(PushCopy{mine.base, mine.shape, from, map(receiver, theirs), theirs.shape, to, o.extent});
+            });
+        check_covered(covered, elements(descs[i].pieces), receiver, rank_);
+        queued += covered;
       }
-      for (size_t i = first; i < src.size(); ++i) {
-        const PieceDesc& theirs = *src[i];
-        if (flat && theirs.wire_offset[0] >= want.offset[0] + want.extent[0]) break;
-        const auto o = intersect(want, Box{theirs.wire_offset, theirs.extent});
-        if (!o || o->empty()) continue;
-        Dims from = theirs.offset, to = mine.offset;
-        for (int k = 0; k < from.n; ++k) {
-          from[k] += o->offset[k] - theirs.wire_offset[k];
-          to[k] += o->offset[k] - mine.wire_offset[k];
-        }
-        const uint8_t* tensor = map(h.owner, theirs) + theirs.base_offset;
-        if (batch_enabled_) {
-          batch_.add(tensor, theirs.shape, from, mine.base, mine.shape, to, o->extent, r.elem_size);
-        } else {
-          cuda_copy_box(tensor, theirs.shape, from, mine.base, mine.shape, to, o->extent, r.elem_size, cs);
-        }
-        covered += o->elements();
+      std::map<std::vector<int64_t>, std::vector<size_t>> fanouts;
+      for (size_t i = 0; i < copies.size(); ++i) fanouts[fanout_key(copies[i])].push_back(i);
+      for (const auto& [key, members] : fanouts) {
+        const PushCopy& c = copies[members.front()];
+        std::vector<void*> dsts;
+        for (size_t i : members) dsts.push_back(copies[i].dst);
+        copy(c.src, c.src_shape, c.src_at, dsts, c.dst_shape, c.dst_at, c.extent, es, stream);
       }
     }
-    if (covered != elements(r.pieces))
-      throw runtime_error("cuda-ipc: rank " + std::to_string(r.peer) + " described pieces covering " +
-                          std::to_string(covered) + " of the " + std::to_string(elements(r.pieces)) +
-                          " elements this rank receives");
-    r.state = RecvOp::Copying;
+    op.state = queued == 0 ? CopyOp::Done : CopyOp::Copying;
   }
 
   // Launches the copies queued in this pass on `stream` (one kernel, plus cudaMemcpyAsync for large
-  // contiguous ones) and records one event behind them for every receive started in the pass.
-  void launch_pass(Stream& s, int stream, const std::vector<RecvOp*>& started) {
+  // contiguous ones) and records one event behind them for every op started in the pass.
+  void launch_pass(Stream& s, int stream, const std::vector<CopyOp*>& started) {
     const cudaStream_t cs = ctx_->stream(stream);
     batch_.launch(cs);
     const cudaEvent_t e = take_event();
     s.events.push_back(e);  // owned by the stream from here, even if recording fails
     RESHARD_CUDA_CHECK(cudaEventRecord(e, cs));
-    for (RecvOp* r : started) r->event = e;
+    for (CopyOp* op : started) op->event = e;
   }
 
   static bool complete(const Stream& s) {
     for (const auto& [peer, n] : s.unacked)
       if (n != 0) return false;
-    for (const RecvOp& r : s.recvs)
-      if (r.state != RecvOp::Done) return false;
+    for (const CopyOp& op : s.ops)
+      if (op.state != CopyOp::Done) return false;
     return true;
   }
 
@@ -506,13 +543,34 @@ class CudaIpcTransport final : public Transport {
     }
   }
 
+  // Takes the descriptions `op` waits for when all have arrived.
+  bool take_descriptions(const CopyOp& op, int stream, std::vector<Description>& out) {
+    for (size_t i = 0; i < op.peers.size(); ++i) {
+      const auto& box = inbox_[{stream, op.peers[i]}];
+      if (box.find(op.seqs[i]) == box.end()) return false;
+    }
+    out.clear();
+    for (size_t i = 0; i < op.peers.size(); ++i) {
+      auto& box = inbox_[{stream, op.peers[i]}];
+      auto it = box.find(op.seqs[i]);
+      out.push_back(std::move(it->second));
+      box.erase(it);
+    }
+    return true;
+  }
+
   // One pass over every stream; true when anything moved.
   bool progress() {
     bool moved = false;
+    std::vector<Description> descs;
     for (size_t si = 0; si < streams_.size(); ++si) {
       Stream& s = streams_[si];
       const int stream = static_cast<int>(si);
-      moved |= drain(stream, [&](int src, const std::string& m) { parse(m, src, inbox_[{stream, src}]); });
+      moved |= drain(stream, [&](int src, const std::string& m) {
+        auto& box = inbox_[{stream, src}];
+        int64_t& next = arrived_[{stream, src}];
+        for (Description& d : parse_descriptions(m, src)) box.emplace(next++, std::move(d));
+      });
       moved |= drain(kAckTag + stream, [&](int src, const std::string& m) {
         int64_t n = 0;
         if (m.size() != sizeof n) throw runtime_error("cuda-ipc: malformed ack from rank " + std::to_string(src));
@@ -520,32 +578,30 @@ class CudaIpcTransport final : public Transport {
         int64_t& left = s.unacked[src];
         if (n > left)
           throw runtime_error("cuda-ipc: rank " + std::to_string(src) + " acked " + std::to_string(n) + " ops of the " +
-                              std::to_string(left) + " this rank sent it on stream " + std::to_string(stream));
+                              std::to_string(left) + " this rank described to it on stream " + std::to_string(stream));
         left -= n;
       });
-      std::map<int, int64_t> acks;  // by peer: receives finished in this pass
-      std::vector<RecvOp*> started;  // copies queued in this pass; launched after the loop
+      std::map<int, int64_t> acks;   // by peer: ops finished in this pass
+      std::vector<CopyOp*> started;  // copies queued in this pass; launched after the loop
       batch_.clear();                // empty unless an earlier pass threw while queueing
-      for (RecvOp& r : s.recvs) {
-        if (r.state == RecvOp::Waiting) {
-          auto& q = inbox_[{stream, r.peer}];
-          if (q.empty()) continue;
-          start_copies(r, q.front(), stream);
-          q.pop_front();
+      for (CopyOp& op : s.ops) {
+        if (op.state == CopyOp::Waiting) {
+          if (!take_descriptions(op, stream, descs)) continue;
+          start_copies(op, descs, stream);
           moved = true;
-          if (r.state == RecvOp::Done) {
-            ++acks[r.peer];
+          if (op.state == CopyOp::Done) {
+            for (int p : op.peers) ++acks[p];
           } else {
-            started.push_back(&r);
+            started.push_back(&op);
           }
           continue;
         }
-        if (r.state == RecvOp::Copying) {
-          const cudaError_t e = cudaEventQuery(r.event);
+        if (op.state == CopyOp::Copying) {
+          const cudaError_t e = cudaEventQuery(op.event);
           if (e == cudaErrorNotReady) continue;
           RESHARD_CUDA_CHECK(e);
-          r.state = RecvOp::Done;
-          ++acks[r.peer];
+          op.state = CopyOp::Done;
+          for (int p : op.peers) ++acks[p];
           moved = true;
         }
       }
@@ -562,14 +618,20 @@ class CudaIpcTransport final : public Transport {
     return moved;
   }
 
-  Error timeout(int stream, const Stream& s) const {
+  Error timeout(int stream, const Stream& s) {
     std::string waiting;
     for (const auto& [peer, n] : s.unacked)
       if (n != 0) waiting += " " + std::to_string(n) + " acks from rank " + std::to_string(peer) + ",";
-    for (const RecvOp& r : s.recvs)
-      if (r.state != RecvOp::Done)
-        waiting += (r.state == RecvOp::Waiting ? " description from rank " : " copy from rank ") +
-                   std::to_string(r.peer) + ",";
+    for (const CopyOp& op : s.ops) {
+      if (op.state == CopyOp::Done) continue;
+      for (size_t i = 0; i < op.peers.size(); ++i) {
+        const auto& box = inbox_[{stream, op.peers[i]}];
+        if (op.state == CopyOp::Copying)
+          waiting += std::string(push_ ? " copy to rank " : " copy from rank ") + std::to_string(op.peers[i]) + ",";
+        else if (box.find(op.seqs[i]) == box.end())
+          waiting += " description from rank " + std::to_string(op.peers[i]) + ",";
+      }
+    }
     if (!waiting.empty()) waiting.pop_back();
     return runtime_error("cuda-ipc: rank " + std::to_string(rank_) + " made no progress on stream " +
                          std::to_string(stream) + " for " + std::to_string(options_.timeout_s) + " s (--timeout); waiting for" +
@@ -580,12 +642,17 @@ class CudaIpcTransport final : public Transport {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   bool boxes_ = true;
+  bool push_ = false;
   bool batch_enabled_ = true;
   std::shared_ptr<CudaContext> ctx_;
   CudaBatchCopy batch_;  // after ctx_, so destroyed before it (waits for its launches)
   std::vector<std::vector<int>> groups_;
   std::vector<Stream> streams_;
-  std::map<std::pair<int, int>, std::deque<Description>> inbox_;  // by (stream, peer), in arrival order
+  // By (stream, peer), for the transport's life: descriptions numbered in arrival order, and the
+  // numbers the copying ops posted so far expect (the k-th op between two ranks on a stream takes the
+  // k-th description).
+  std::map<std::pair<int, int>, std::map<int64_t, Description>> inbox_;
+  std::map<std::pair<int, int>, int64_t> arrived_, expected_;
   std::unordered_map<int64_t, cudaIpcMemHandle_t> exported_;
   std::map<std::pair<int, int64_t>, void*> mapped_;
   std::vector<cudaEvent_t> events_;  // free pool
