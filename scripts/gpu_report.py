@@ -22,6 +22,16 @@ def gib(b):
     return "%.2f GiB" % (b / 2**30) if b >= 2**30 else "%.1f MiB" % (b / 2**20)
 
 
+def transport(rec):
+    """The transport, with cuda-ipc's mode (its version string ends in ", push" or ", pull"; records
+    from before push existed are pull)."""
+    name = rec.get("arguments", {}).get("transport")
+    if name != "cuda-ipc":
+        return name
+    version = rec.get("versions", {}).get("transport", "")
+    return "cuda-ipc %s" % (version.rsplit(", ", 1)[-1] if version.endswith(("push", "pull")) else "pull")
+
+
 def build(records, env):
     runs = [r for r in records if r.get("format") == "reshard-run"]
     golden = {r["config"]: r for r in runs if r.get("arguments", {}).get("algo") == "golden" and "phases" in r}
@@ -52,7 +62,7 @@ def build(records, env):
         ops = t.get("ops_max_per_rank") or 0
         us_per_op = r["total_time_ms"] * 1e3 / ops if ops else None
         lines.append("| %s | %d | %s | %s | %s | %.3f | %.1f | %.1f | %s | %s | %.3f | %s | %d | %s | %s | %s |" % (
-            r["config"], r.get("world_size", 0), a.get("transport"), a.get("algo"), gib(t.get("bytes", 0)),
+            r["config"], r.get("world_size", 0), transport(r), a.get("algo"), gib(t.get("bytes", 0)),
             r["total_time_ms"], t.get("algbw_gbps", 0), t.get("busbw_gbps", 0), fmt(t.get("ceiling_gbps"), ".1f"),
             fmt(t.get("efficiency"), ".3f"), t.get("plan_efficiency", 0), fmt(speedup, ".2f") + ("x" if speedup else ""),
             ops, fmt(us_per_op, ".1f"), gib(r.get("peak_bytes_max", 0)), r.get("wrong")))

@@ -8,12 +8,12 @@
 // straight from tensor to tensor on its own stream: strided sources need no pack, strided destinations
 // no unpack, and a receiver without pieces (one that discards) gets nothing copied. Plain
 // send/recv/broadcast are one-piece boxes of bytes.
-//   pull (default): the sender (a broadcast's root) describes its sources; each receiver copies from
-//         them into its own tensors.
-//   push (RESHARD_CUDA_IPC_MODE=push): each receiver describes its destinations; the sender copies into
-//         them. A broadcast's root waits for every member's description and copies a source box that
-//         several members keep as ONE fan-out copy (read once, written to each): on ranks sharing a GPU
-//         that saves the re-reads, and only the roots' processes issue GPU work.
+//   push (default): each receiver describes its destinations; the sender copies into them. A
+//         broadcast's root waits for every member's description and copies a source box that several
+//         members keep as ONE fan-out copy (read once, written to each): on ranks sharing a GPU that
+//         saves the re-reads, and only the senders' processes issue GPU work.
+//   pull (RESHARD_CUDA_IPC_MODE=pull): the sender (a broadcast's root) describes its sources; each
+//         receiver copies from them into its own tensors (measured against push: docs/gpu.md).
 // The copies of every op started in one progress pass on one stream go out as ONE batched kernel
 // launch (cuda_batch_copy.h; large contiguous single copies as cudaMemcpyAsync), followed by one
 // event for all those ops. Per batch and stream:
@@ -32,7 +32,7 @@
 // lowest unfinished op is posted by all its ranks and completes. Each description carries its byte
 // count, group, owner and wire shape, and a mismatch is an error, as are pieces that do not cover
 // what a receiver keeps.
-// Knobs that must be the same on every rank (checked at setup): RESHARD_CUDA_IPC_MODE=pull|push;
+// Knobs that must be the same on every rank (checked at setup): RESHARD_CUDA_IPC_MODE=push|pull;
 // RESHARD_CUDA_IPC_BOXES=0 turns box ops off, so the executor packs into staging as for the other
 // transports (for measuring what box ops save). Copier-side knobs (may differ between ranks; for
 // measuring): RESHARD_CUDA_IPC_BATCH=0 issues one cuda_copy_box per overlap; RESHARD_CUDA_IPC_MEMCPY_MIN
@@ -154,7 +154,7 @@ class CudaIpcTransport final : public Transport {
     // Both ends of an op must agree on box ops and on who copies: every rank takes part in both checks
     // before any can fail alone (a rank throwing early would leave the others in the collective).
     const std::string mode = env("RESHARD_CUDA_IPC_MODE");
-    const int mode_code = mode.empty() || mode == "pull" ? 0 : mode == "push" ? 1 : -1;
+    const int mode_code = mode == "pull" ? 0 : mode.empty() || mode == "push" ? 1 : -1;
     boxes_ = env("RESHARD_CUDA_IPC_BOXES") != "0";
     const bool same_boxes = same_on_every_rank(boxes_ ? 1 : 0), same_mode = same_on_every_rank(mode_code);
     if (mode_code < 0) throw config_error("RESHARD_CUDA_IPC_MODE='" + mode + "': expected pull or push");
@@ -492,6 +492,10 @@ class CudaIpcTransport final : public Transport {
             });
         check_covered(covered, elements(descs[i].pieces), receiver, rank_);
         queued += covered;
+      }
+      if (descs.size() == 1) {  // one receiver: nothing to merge (and no keys to build per copy)
+        for (const PushCopy& c : copies) copy(c.src, c.src_shape, c.src_at, {c.dst}, c.dst_shape, c.dst_at, c.extent, es, stream);
+        copies.clear();
       }
       std::map<std::vector<int64_t>, std::vector<size_t>> fanouts;
       for (size_t i = 0; i < copies.size(); ++i) fanouts[fanout_key(copies[i])].push_back(i);
