@@ -11,7 +11,9 @@
 #   --system: the preset for every record; default cpu-mpi-local for transport "mpi"; for cuda-ipc
 #             records whose ranks share one device h200-shared-1gpu, or h200-shared-1gpu-mps when the
 #             gpu_env.json beside the record says "mps": "on"; else h100-nvl8-ib400.
-#             Extra `reshard simulate` flags: RESHARD_SIMULATE_FLAGS.
+#             Extra `reshard simulate` flags: RESHARD_SIMULATE_FLAGS (every record) and
+#             RESHARD_SIMULATE_FLAGS_<PRESET> (records simulated on that preset; upper case, '-' as '_'),
+#             e.g. RESHARD_SIMULATE_FLAGS_H200_SHARED_1GPU="--switch-us 10" (the MPS rows keep theirs).
 # A record's plan is found at its arguments.plan path, else at results/plans/<fingerprint>.{cbor,json},
 # else rebuilt with `reshard plan` from results/plans/recipes.json into $BUILD/calibrate-plans; a plan
 # whose fingerprint differs from the record's is reported and the record skipped.
@@ -27,7 +29,7 @@ while [ $# -gt 0 ]; do
     --system) SYSTEM=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --measure-host) MEASURE_HOST=${2:-4}; shift $(( $# > 1 ? 2 : 1 )) ;;
-    -h|--help) sed -n 2,16p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,18p "$0"; exit 0 ;;
     *) INPUTS+=("$1"); shift ;;
   esac
 done
@@ -179,7 +181,8 @@ for f, name, rec in records:
     args = [reshard, "simulate", plan, "--system", sysname, "--json", "--algo", a.get("algo", "reshard"),
             "--streams", str(a.get("streams", 2)), "--batch-ops", str(a.get("batch_ops", 64)),
             "--batch-bytes", str(a.get("batch_bytes", 268435456)),
-            "--staging-bytes", str(a.get("staging_bytes", 268435456))] + extra
+            "--staging-bytes", str(a.get("staging_bytes", 268435456))] + extra + \
+           shlex.split(os.environ.get("RESHARD_SIMULATE_FLAGS_" + sysname.upper().replace("-", "_"), ""))
     sim = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     if sim["plan"]["fingerprint"] != rec["plan"]["fingerprint"]:
         print("%-30s skipped: plan file %s has fingerprint %s, the run %s" % (name, plan,

@@ -21,7 +21,7 @@ struct SimulateArgs {
   std::string plan, system = "h100-nvl8-ib400";
   std::string gpus_per_node, nvlink_gbps, nic_gbps, latency_us, nvlink_latency_us, nic_latency_us, launch_us,
       per_op_us, streams, batch_ops, batch_bytes, staging_bytes, copy_gbps, shared_copy_gbps, wire_copies,
-      per_copy_us, per_launch_us, algo;
+      per_copy_us, per_launch_us, switch_us, algo;
   bool json = false;
 };
 
@@ -75,6 +75,7 @@ int run_simulate(const SimulateArgs& a) {
   real(a.wire_copies, "--wire-copies", m.wire_copies);
   real(a.per_copy_us, "--per-copy-us", m.per_copy_us);
   real(a.per_launch_us, "--per-launch-us", m.per_launch_us);
+  real(a.switch_us, "--switch-us", m.switch_us);
   if (a.algo == "golden") m.algo = SimAlgo::Golden;
   else if (!a.algo.empty() && a.algo != "reshard")
     problems.add("--algo: expected reshard or golden, got '" + a.algo + "'");
@@ -128,6 +129,9 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--per-launch-us", args->per_launch_us,
                   "Cost per copy launch (each pack or unpack; the transport's batched copies per batch, "
                   "stream and peer), us");
+  cmd->add_option("--switch-us", args->switch_us,
+                  "Context switch per transport pass where ranks time-slice one GPU (with serial issue; "
+                  "scripts/gpu_timeslice.sh measures it), us");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->callback([&action, args] { action = [args] { return run_simulate(*args); }; });
 }

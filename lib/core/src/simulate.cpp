@@ -47,6 +47,7 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
   non_negative(m.wire_copies, "--wire-copies");
   non_negative(m.per_copy_us, "--per-copy-us");
   non_negative(m.per_launch_us, "--per-launch-us");
+  non_negative(m.switch_us, "--switch-us");
   if (m.staging_bytes < 1) problems.add("--staging-bytes must be positive, got " + std::to_string(m.staging_bytes));
   if (m.streams < 1) problems.add("--streams must be at least 1, got " + std::to_string(m.streams));
   if (m.batch_ops < 1) problems.add("--batch-ops must be at least 1, got " + std::to_string(m.batch_ops));
@@ -99,6 +100,7 @@ struct RankState {
   // Totals.
   double seconds = 0, fixed_seconds = 0;  // fixed: launch and latency of its batches
   int64_t batches = 0, total_ops = 0, total_copies = 0, total_launches = 0, total_copy_bytes = 0;
+  int64_t total_passes = 0;  // the transport's batched launches (per batch, stream and peer)
   Bytes4 total_res{};
 };
 
@@ -416,6 +418,7 @@ class Walker {
     s.total_ops += s.ops;
     s.total_copies += s.copies;
     s.total_launches += launches;
+    s.total_passes += static_cast<int64_t>(s.pulls.size());
     s.total_copy_bytes += s.copy_bytes;
     s.ops = s.bytes = s.copy_bytes = s.copies = s.launches = s.staged = 0;
     s.pulls.clear();
@@ -439,15 +442,34 @@ class Walker {
   std::vector<std::map<uint32_t, std::vector<std::pair<Box, Dims>>>> dst_;  // rank -> param -> (member box, storage shape)
 };
 
-// The slowest rank of a walk; with a shared memory system, also the busiest domain's copies at the
-// shared rate plus the fixed batch costs of its slowest-fixed rank, when that is longer.
+// The context switches a rank waits for (SystemModel::switch_us): one per transport pass, where its
+// GPU is time-sliced (serial_issue) and at least two ranks of its domain launch copies.
+std::vector<int64_t> context_switches(const Walker& w, const SystemModel& m) {
+  const std::vector<RankState>& ranks = w.ranks();
+  std::vector<int64_t> out(ranks.size(), 0);
+  if (!m.serial_issue || m.switch_us <= 0) return out;
+  std::map<int64_t, int> launching;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (ranks[r].total_launches > 0) ++launching[w.node(static_cast<int>(r))];
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (launching[w.node(static_cast<int>(r))] >= 2) out[r] = ranks[r].total_passes;
+  return out;
+}
+
+// The slowest rank of a walk (its own batches and context switches); with a shared memory system, also
+// the busiest domain's copies at the shared rate plus the fixed batch costs of its slowest-fixed rank,
+// when that is longer.
 SimPhase slowest(const std::string& name, const Walker& w, const SystemModel& m) {
   const std::vector<RankState>& ranks = w.ranks();
+  const std::vector<int64_t> switches = context_switches(w, m);
+  auto own = [&](size_t r) {
+    return ranks[r].seconds + m.switch_us * 1e-6 * static_cast<double>(switches[r]);
+  };
   SimPhase p;
   p.name = name;
   for (size_t r = 0; r < ranks.size(); ++r)
-    if (ranks[r].seconds > p.seconds) {
-      p.seconds = ranks[r].seconds;
+    if (own(r) > p.seconds) {
+      p.seconds = own(r);
       p.slowest_rank = static_cast<int>(r);
       p.batches = ranks[r].batches;
       p.ops = ranks[r].total_ops;
@@ -456,7 +478,7 @@ SimPhase slowest(const std::string& name, const Walker& w, const SystemModel& m)
     }
   if (m.shared_copy_gbps <= 0 || m.copy_gbps <= 0) return p;
   struct Domain {
-    int64_t bytes = 0;
+    int64_t bytes = 0, switches = 0;
     double issue = 0, fixed = 0;
   };
   std::map<int64_t, Domain> domains;
@@ -466,7 +488,9 @@ SimPhase slowest(const std::string& name, const Walker& w, const SystemModel& m)
     if (m.serial_issue)
       d.issue += 1e-6 * (m.per_op_us * static_cast<double>(ranks[r].total_ops) +
                          m.per_copy_us * static_cast<double>(ranks[r].total_copies) +
-                         m.per_launch_us * static_cast<double>(ranks[r].total_launches));
+                         m.per_launch_us * static_cast<double>(ranks[r].total_launches) +
+                         m.switch_us * static_cast<double>(switches[r]));
+    d.switches += switches[r];
     d.fixed = std::max(d.fixed, ranks[r].fixed_seconds);
   }
   for (const auto& [n, d] : domains) {
@@ -474,6 +498,7 @@ SimPhase slowest(const std::string& name, const Walker& w, const SystemModel& m)
     if (t > p.shared_copy_seconds) {
       p.shared_copy_seconds = t;
       p.shared_copy_bytes = d.bytes;
+      p.switches = d.switches;
     }
     if (t + d.fixed > p.seconds) {
       p.seconds = t + d.fixed;

@@ -22,6 +22,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
                       {"ops", p.ops},
                       {"copies", p.copies},
                       {"launches", p.launches},
+                      {"switches", p.switches},
                       {"shared_copy_bytes", p.shared_copy_bytes},
                       {"shared_copy_ms", p.shared_copy_seconds * 1e3},
                       {"bound", p.shared_bound ? "shared-memory" : "rank"}});
@@ -52,6 +53,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"per_launch_us", m.per_launch_us},
         {"box_ops", m.box_ops},
         {"serial_issue", m.serial_issue},
+        {"switch_us", m.switch_us},
         {"linear_broadcast_max", m.linear_broadcast_max},
         {"streams", m.streams},
         {"batch_ops", m.batch_ops},
@@ -98,6 +100,9 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
          "%.2f us per launch%s%s; algo %s\n",
          m.copy_gbps, m.shared_copy_gbps, m.wire_copies, m.per_copy_us, m.per_launch_us,
          m.box_ops ? ", box ops" : "", m.serial_issue ? ", serial issue" : "", to_string(m.algo));
+  if (m.serial_issue && m.switch_us > 0)
+    line("#  context switch %.2f us per transport pass where two or more ranks of a domain launch copies\n",
+         m.switch_us);
   line("#\n#%-27s %12s %13s %9s %10s %8s %8s\n", " phase", "time_ms", "slowest_rank", "batches", "ops",
        "copies", "launches");
   for (const SimPhase& p : r.phases)
@@ -108,6 +113,10 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
   line(" %-27s %12.3f\n", "sequential (bulk, then misc)", r.sequential_seconds * 1e3);
   line(" %-27s %12.3f %13d %9lld\n", "total (executor order)", r.total_seconds * 1e3, r.slowest_rank,
        static_cast<long long>(r.slowest_rank_batches));
+  for (const SimPhase& p : r.phases)
+    if (p.switches > 0)
+      line("# %s: %lld context switches over the domain's ranks\n", p.name.c_str(),
+           static_cast<long long>(p.switches));
   line("# busiest link: rank %d %s, %s, %.3f ms of wire time\n", r.busiest_rank, to_string(r.busiest_link),
        format_bytes(r.busiest_link_bytes).c_str(), r.busiest_link_seconds * 1e3);
   line("# bytes over NVLink %s, over NICs %s, copied in memory %s\n", format_bytes(r.nvlink_bytes).c_str(),

@@ -47,7 +47,9 @@ SystemModel cpu_mpi_local() {
 // unpacks, a launch each), less the handshake and the copy time: per op 0.724 us, per launch 3.94 us.
 // Per copy 0: on config 3 every receive is one copy, so a batched copy's host work cannot be told from
 // the op's and is in per_op_us; in the kernel a copy costs its bytes. docs/performance.md has the
-// arithmetic.
+// arithmetic. Context switch per transport pass (switch_us): measured on its own, not fitted, by
+// scripts/gpu_timeslice.sh (P processes' synchronous small copies on the GPU, MPS off): its
+// `derived.off.switch_us_for_preset` = 136.2 us (results/gpu/timeslice/, median over 4, 6, 8 processes).
 SystemModel h200_shared_1gpu() {
   SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, 1911, 1911, 500, 500, 0, 0.724);
   m.copy_gbps = 1911;
@@ -56,6 +58,7 @@ SystemModel h200_shared_1gpu() {
   m.per_copy_us = 0;
   m.per_launch_us = 3.94;
   m.serial_issue = true;
+  m.switch_us = 136.2;  // results/gpu/timeslice/gpu_timeslice.json: derived.off.switch_us_for_preset
   m.box_ops = true;
   m.linear_broadcast_max = int64_t{1} << 30;
   return m;
@@ -73,6 +76,7 @@ SystemModel h200_shared_1gpu_mps() {
   // Issue costs still add up on the device: config 3 under MPS (results/gpu/extra/mps_stress, run
   // after this preset was first made) costs 3.4 us per message vs 3.1 without MPS.
   m.serial_issue = true;
+  m.switch_us = 0;  // one MPS server context: no switch between the ranks' contexts
   return m;
 }
 

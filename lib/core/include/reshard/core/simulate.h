@@ -34,7 +34,10 @@
 // - Shared memory system (shared_copy_gbps > 0: all ranks of a domain on one host or one GPU): the
 //   domain's copies of every rank contend, so a phase also takes at least the domain's copied bytes /
 //   shared_copy_gbps (plus, with serial_issue, every rank's per-op, per-copy and per-launch costs)
-//   plus the slowest rank's fixed batch costs.
+//   plus the slowest rank's fixed batch costs. With serial_issue and switch_us, a domain where two or
+//   more ranks launch copies (processes time-slicing one GPU) also pays switch_us per transport pass of
+//   every rank (one per batch, stream and peer received from): each waits for the GPU to switch to its
+//   context. A rank's back-to-back launches (packs, unpacks) share its time slice and are not charged.
 // - Golden (algo): every distinct source shard broadcast whole over the param's group from its lowest
 //   holder, received into staging by every member, the gen ranks unpacking their intersections.
 // Pure function of (plan, model); no MPI, no GPU.
@@ -73,6 +76,10 @@ struct SystemModel {
   // time-sliced between processes, no MPS), so they add to the domain's copy time instead of
   // overlapping it. Off under MPS, where the ranks' work runs concurrently.
   bool serial_issue = false;
+  // With serial_issue, where at least two ranks of a domain launch copies: the GPU switching to a
+  // process's context, per transport pass (batched launch per batch, stream and peer), which waits on
+  // it. Measured by scripts/gpu_timeslice.sh; 0 under MPS (one context).
+  double switch_us = 0;
   int64_t linear_broadcast_max = 0;  // groups up to this size broadcast linearly (root -> each member)
   // The executor's knobs (ExecOptions defaults).
   int streams = 2;
@@ -96,6 +103,7 @@ struct SimPhase {
   int64_t ops = 0;      // on the slowest rank
   int64_t copies = 0;   // on the slowest rank (copy model)
   int64_t launches = 0; // copy launches on the slowest rank (copy model)
+  int64_t switches = 0; // shared memory system: context switches (switch_us) of the busiest domain's ranks
   // Shared memory system: the busiest domain's copied bytes and what they take; the phase took
   // that (plus fixed batch costs) when it exceeds the slowest rank's own time.
   int64_t shared_copy_bytes = 0;

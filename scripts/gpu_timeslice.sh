@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# What P processes issuing GPU work on ONE GPU cost against one process alone: the context-switch cost
+# of the h200-shared-1gpu preset (`switch_us`, docs/performance.md). Run from the repo root on the GPU
+# machine with $OUT set; about 20 s (40 s with MPS=1) on an H200:
+#   $OUT/gpu_timeslice.json   the program's records per P (and per MPS state), nvidia-smi's GPU, driver
+#                             and compute mode, and the derived costs (below)
+#   $OUT/gpu_timeslice.log    every command and its output, and the summary table
+# For each P in PS (default "1 2 4 6 8"): mpirun -np P reshard_gpu_timeslice (bench/gpu_timeslice.cpp):
+# every rank on device 0, all at once for WINDOW_S seconds per repetition (median of REPS), steps
+#   sync      { cudaMemcpyAsync device-to-device of B bytes; cudaStreamSynchronize } for B in SIZES
+#   pipelined { 32 copies of the smallest size back to back; cudaStreamSynchronize }
+#   graph     { the same 32 copies as one CUDA graph launch; cudaStreamSynchronize }
+# Derived, per MPS state (all in us):
+#   gpu_copy_us      = min(pipelined, graph) step / 32 at P = 1: the GPU's time for one small copy, one
+#                      context feeding it back to back (an upper bound: host or graph gaps included)
+#   aggregate_step   = 1 / (sum over ranks of sync steps per second), smallest size: the GPU's time per
+#                      synchronous step when P processes share it
+#   switch_us(P)     = aggregate_step(P) - gpu_copy_us: what the GPU loses per synchronous step when the
+#                      step's process must be switched in (at P >= 4 some process always has a step
+#                      pending, so no idle time hides in it; at P = 2 it is an upper bound)
+#   extra_vs_alone(P)= aggregate_step(P) - sync step at P = 1 (negative: the processes' host time overlaps)
+#   fit(P)           = least squares of aggregate_step over SIZES: intercept (us) and GB/s of bytes copied
+#                      (the shared copy rate; compare with the preset's 1911); switch_from_fit = intercept
+#                      - gpu_copy_us, a cross-check of switch_us(P) with the bandwidth share taken out
+#   switch_us_for_preset = median of switch_us(P) over P >= 4, MPS off: the value for h200-shared-1gpu
+# Env: BUILD (default build-gpu; uses $BUILD/bench/reshard_gpu_timeslice when built there, else compiles
+#      bench/gpu_timeslice.cpp with mpicxx against CUDA_HOME, default /usr/local/cuda), PS, WINDOW_S
+#      (default 0.1), REPS (default 3), SIZES (default 4Ki,1Mi,8Mi,64Mi),
+#      MPS=1: after the plain sweep, the same sweep under the CUDA MPS control daemon (started here with
+#      its pipe and log folders in a temp dir, stopped on exit; if it cannot start or its first client
+#      fails, the log says why and the MPS sweep is skipped). Device settings are left alone.
+set -uo pipefail
+ROOT=$(pwd)
+OUT=${OUT:?set OUT to the results folder}
+BUILD=${BUILD:-build-gpu}
+PS=${PS:-"1 2 4 6 8"}
+WINDOW_S=${WINDOW_S:-0.1}
+REPS=${REPS:-3}
+SIZES=${SIZES:-4Ki,1Mi,8Mi,64Mi}
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+WORK=$(mktemp -d)
+LOG=$OUT/gpu_timeslice.log
+mkdir -p "$OUT" "$WORK/runs"
+: >"$LOG"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun --oversubscribe --allow-run-as-root --bind-to none)
+
+say() { echo "$*" | tee -a "$LOG"; }
+
+MPS_STATE=off
+MPS_DIR=
+cleanup() {
+  if [ "$MPS_STATE" = on ]; then
+    echo quit | nvidia-cuda-mps-control >>"$LOG" 2>&1
+    sleep 1
+    tail -n 20 "$MPS_DIR/log/control.log" >>"$LOG" 2>/dev/null
+  fi
+  rm -rf "$WORK" ${MPS_DIR:+"$MPS_DIR"}
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+say "# gpu_timeslice.sh $(date -u +%FT%TZ) on $(hostname)"
+nvidia-smi >>"$LOG" 2>&1
+
+BIN=$ROOT/$BUILD/bench/reshard_gpu_timeslice
+if [ ! -x "$BIN" ]; then
+  BIN=$WORK/reshard_gpu_timeslice
+  say "\$ mpicxx -O2 bench/gpu_timeslice.cpp -lcudart -o $BIN  ($BUILD/bench has no reshard_gpu_timeslice)"
+  mpicxx -O2 -std=c++17 -DOMPI_SKIP_MPICXX -I"$CUDA_HOME/include" "$ROOT/bench/gpu_timeslice.cpp" \
+    -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/targets/x86_64-linux/lib" -lcudart -Wl,-rpath,"$CUDA_HOME/lib64" \
+    -o "$BIN" >>"$LOG" 2>&1 || { say "build failed"; exit 1; }
+fi
+
+# sweep STATE: one mpirun per P; records in $WORK/runs/STATE-P.json. Returns non-zero if P = first fails.
+sweep() {
+  local state=$1 first=1
+  for p in $PS; do
+    say "\$ ${MPIRUN[*]} -np $p $BIN --window-s $WINDOW_S --reps $REPS --sizes $SIZES   # MPS $state"
+    timeout 60 "${MPIRUN[@]}" -np "$p" "$BIN" --window-s "$WINDOW_S" --reps "$REPS" --sizes "$SIZES" \
+      >"$WORK/runs/$state-$p.json" 2>>"$LOG"
+    local rc=$?
+    say "# exit $rc"
+    if [ $rc -ne 0 ]; then
+      rm -f "$WORK/runs/$state-$p.json"
+      [ $first = 1 ] && return 1
+    fi
+    first=0
+  done
+}
+
+sweep off
+if [ "${MPS:-0}" = 1 ]; then
+  if ! command -v nvidia-cuda-mps-control >/dev/null 2>&1; then
+    say "# MPS: nvidia-cuda-mps-control not found; no MPS sweep"
+  else
+    MPS_DIR=$(mktemp -d)
+    export CUDA_MPS_PIPE_DIRECTORY=$MPS_DIR/pipe CUDA_MPS_LOG_DIRECTORY=$MPS_DIR/log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    say "\$ nvidia-cuda-mps-control -d  (CUDA_MPS_PIPE_DIRECTORY=$CUDA_MPS_PIPE_DIRECTORY)"
+    if nvidia-cuda-mps-control -d >>"$LOG" 2>&1; then
+      MPS_STATE=on
+      # The first run (P = first of PS) is the probe: if a client fails under the daemon, no MPS records.
+      sweep on || say "# MPS: the first client failed under the daemon (log above); no MPS records"
+      echo get_server_list | nvidia-cuda-mps-control >>"$LOG" 2>&1
+    else
+      say "# MPS: nvidia-cuda-mps-control -d failed; no MPS sweep"
+    fi
+  fi
+fi
+
+python3 - "$WORK/runs" "$OUT/gpu_timeslice.json" "$PS" "$WINDOW_S" "$REPS" "$SIZES" <<'PY' 2>&1 | tee -a "$LOG"
+import json, os, statistics, subprocess, sys
+runs, out, ps, window, reps, sizes = sys.argv[1:7]
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception as e:
+        return "unavailable: %s" % e
+
+doc = {"format": "reshard-gpu-timeslice-sweep", "version": 1,
+       "command": "scripts/gpu_timeslice.sh", "arguments": {"ps": ps, "window_s": float(window), "reps": int(reps),
+                                                            "sizes": sizes},
+       "gpu": sh("nvidia-smi --query-gpu=index,name,memory.total,driver_version,compute_mode,pci.bus_id "
+                 "--format=csv,noheader"),
+       "driver": sh("nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1"),
+       "mps_requested": os.environ.get("MPS", "0") == "1",
+       "states": {}, "derived": {}}
+for state in ("off", "on"):
+    recs = {}
+    for p in ps.split():
+        f = os.path.join(runs, "%s-%s.json" % (state, p))
+        if os.path.isfile(f):
+            try:
+                recs[int(p)] = json.load(open(f))
+            except ValueError as e:
+                print("unreadable %s: %s" % (f, e))
+    if not recs:
+        continue
+    doc["states"][state] = {"mps": state, "runs": [recs[p] for p in sorted(recs)]}
+    if 1 not in recs:
+        print("MPS %s: no P = 1 run, nothing derived" % state)
+        continue
+    def rec(p, mode, b=None):
+        for r in recs[p]["records"]:
+            if r["mode"] == mode and (b is None or r["bytes"] == b):
+                return r
+    sync_sizes = sorted({r["bytes"] for r in recs[1]["records"] if r["mode"] == "sync"})
+    small = sync_sizes[0]
+    gpu_copy = min(r["step_us_per_rank"] / r["copies_per_step"] for r in recs[1]["records"]
+                   if r["mode"] in ("pipelined", "graph"))
+    alone = rec(1, "sync", small)["step_us_per_rank"]
+    rows = []
+    for p in sorted(recs):
+        s = rec(p, "sync", small)
+        pp = rec(p, "pipelined")
+        gr = rec(p, "graph")
+        xs = [b for b in sync_sizes if rec(p, "sync", b)]
+        ys = [rec(p, "sync", b)["aggregate_step_us"] for b in xs]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else 0
+        icpt = my - slope * mx
+        rows.append({
+            "ranks": p,
+            "step_us_per_rank": s["step_us_per_rank"],
+            "step_us_per_rank_min": s["step_us_per_rank_min"],
+            "step_us_per_rank_max": s["step_us_per_rank_max"],
+            "aggregate_steps_per_s": s["aggregate_steps_per_s"],
+            "aggregate_step_us": s["aggregate_step_us"],
+            "switch_us": s["aggregate_step_us"] - gpu_copy if p > 1 else None,
+            "extra_vs_alone_us": s["aggregate_step_us"] - alone if p > 1 else None,
+            "pipelined_aggregate_copy_us": pp["aggregate_step_us"] / pp["copies_per_step"],
+            "graph_aggregate_copy_us": gr["aggregate_step_us"] / gr["copies_per_step"] if gr else None,
+            "fit_intercept_us": icpt,
+            "fit_gbps": 1e-3 / slope if slope > 0 else None,
+            "switch_from_fit_us": icpt - gpu_copy if p > 1 else None,
+            "aggregate_gbps_largest": rec(p, "sync", xs[-1])["aggregate_gbps"],
+        })
+    big = [r["switch_us"] for r in rows if r["ranks"] >= 4]
+    doc["derived"][state] = {"small_bytes": small, "gpu_copy_us": gpu_copy, "alone_sync_step_us": alone,
+                             "per_ranks": rows,
+                             "switch_us_for_preset": statistics.median(big) if big else None}
+    print("\nMPS %s: small copy %d B; GPU time per copy, one context back to back %.2f us; one process's "
+          "sync step %.2f us" % (state, small, gpu_copy, alone))
+    print("%5s %12s %14s %14s %10s %10s %12s %12s %10s %12s" % (
+        "P", "step/rank", "rank min-max", "agg steps/s", "agg step", "switch", "vs alone", "pipelined",
+        "fit icpt", "fit GB/s"))
+    for r in rows:
+        f = lambda v, w=10, d=2: ("%*.*f" % (w, d, v)) if v is not None else "%*s" % (w, "-")
+        print("%5d %12.2f %6.1f-%-7.1f %14.0f %10.2f %s %s %s %s %s" % (
+            r["ranks"], r["step_us_per_rank"], r["step_us_per_rank_min"], r["step_us_per_rank_max"],
+            r["aggregate_steps_per_s"], r["aggregate_step_us"], f(r["switch_us"]), f(r["extra_vs_alone_us"], 12),
+            f(r["pipelined_aggregate_copy_us"], 12), f(r["fit_intercept_us"]), f(r["fit_gbps"], 12, 1)))
+    v = doc["derived"][state]["switch_us_for_preset"]
+    print("switch_us (median over P >= 4): %s" % ("%.2f" % v if v is not None else "-"))
+json.dump(doc, open(out, "w"), indent=1)
+print("wrote %s" % out)
+PY
