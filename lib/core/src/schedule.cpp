@@ -15,7 +15,7 @@ std::vector<WorkUnit> work_units(const Plan& plan, int streams) {
       queues[s].push_back({false, p, s});
     } else if (param.bucket >= 0 && param.bucket < static_cast<int>(plan.buckets.size())) {
       const MiscBucket& b = plan.buckets[param.bucket];
-      const int s = (b.pp_stage + 1) % streams;
+      const int s = b.pp_stage % streams;
       if (!b.params.empty() && b.params.front() == p) queues[s].push_back({true, static_cast<uint32_t>(param.bucket), s});
     }
   }

@@ -157,7 +157,7 @@ class CudaIpcTransport final : public Transport {
     const int mode_code = mode == "pull" ? 0 : mode.empty() || mode == "push" ? 1 : -1;
     boxes_ = env("RESHARD_CUDA_IPC_BOXES") != "0";
     const bool same_boxes = same_on_every_rank(boxes_ ? 1 : 0), same_mode = same_on_every_rank(mode_code);
-    if (mode_code < 0) throw config_error("RESHARD_CUDA_IPC_MODE='" + mode + "': expected pull or push");
+    if (mode_code < 0) throw config_error("RESHARD_CUDA_IPC_MODE='" + mode + "': expected push (the default) or pull");
     if (!same_boxes)
       throw config_error("RESHARD_CUDA_IPC_BOXES differs between ranks: set it for all (mpirun -x) or none");
     if (!same_mode)

@@ -1,8 +1,6 @@
 // The order in which every rank walks a plan's work. A unit is one bulk param (its transfers, then
-// its fan-outs) or one misc bucket (placed at its first param); a bulk param goes to stream
-// (train PP stage % streams), a misc bucket to the next stream ((stage + 1) % streams), so that misc
-// overlaps its stage's bulk transfers when there are streams to spare; units are taken round-robin
-// over the streams. Every rank derives
+// its fan-outs) or one misc bucket (placed at its first param); a unit goes to stream
+// (train PP stage % streams) and units are taken round-robin over the streams. Every rank derives
 // the same order from the plan alone: the executor's deadlock-freedom argument rests on it, and the
 // simulator walks the same order so that its batches mirror the executor's. Golden's shards too.
 #pragma once
