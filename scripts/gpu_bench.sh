@@ -24,8 +24,12 @@
 #      its pipe and log folders in a temp dir, probed with one tiny CUDA client, stopped on exit
 #      (`echo quit | nvidia-cuda-mps-control`); when it cannot start or the probe fails, the log says
 #      why and the runs go on without MPS. Device settings (compute mode etc.) are left alone.
-#      Receiver knobs of cuda-ipc reach the ranks from this environment too (docs/gpu.md):
-#      RESHARD_CUDA_IPC_BATCH=0 (one launch per copy), RESHARD_CUDA_IPC_MEMCPY_MIN=<bytes>.
+#      Knobs of cuda-ipc reach the ranks from this environment too (docs/gpu.md, recorded in
+#      gpu_env.json): RESHARD_CUDA_IPC_MODE=pull (push is the default), RESHARD_CUDA_IPC_BATCH=0 (one
+#      launch per copy), RESHARD_CUDA_IPC_MEMCPY_MIN=<bytes>. Push vs pull in one device call:
+#        bash scripts/gpu_bench.sh; RESHARD_CUDA_IPC_MODE=pull OUT=$OUT/pull SKIP_BUILD=1 SKIP_CTEST=1 \
+#          bash scripts/gpu_bench.sh; scripts/gpu_compare.py $OUT/pull/gpu_runs.json $OUT/gpu_runs.json \
+#          --labels pull push
 set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:?set OUT to the results folder}
