@@ -7,25 +7,16 @@
 #include "reshard/core/planner.h"
 #include "reshard/core/simulate.h"
 #include "reshard/core/system_presets.h"
+#include "test_support.h"
 
 namespace reshard {
 namespace {
 
-// `n` MLP weights of 16 x 32 BF16 (1 KiB each), one norm (misc); DP `train` -> TP `tp`.
+// test::small_mlp(n); train (DP, TP `train_tp`) -> TP `gen_tp`.
 Plan small_plan(int n, int train_gpus, int train_tp, int gen_gpus, int gen_tp, BulkMode bulk = BulkMode::Ffn) {
-  ModelMeta m;
-  m.name = "sim-copies";
-  for (int l = 0; l < n; ++l)
-    m.tensors.push_back({"model.layers." + std::to_string(l) + ".mlp.down_proj.weight", Dims{16, 32}, DType::BF16});
-  m.tensors.push_back({"model.norm.weight", Dims{32}, DType::BF16});
-  SystemConfig s;
-  s.train.num_gpus = train_gpus;
-  s.train.tp = train_tp;
-  s.gen.num_gpus = gen_gpus;
-  s.gen.tp = gen_tp;
   PlanOptions o;
   o.bulk = bulk;
-  return plan_reshard(m, s, o);
+  return plan_reshard(test::small_mlp(n, "sim-copies"), test::system_of(train_gpus, 1, train_tp, 1, gen_gpus, gen_tp), o);
 }
 
 // One domain, every cost zero but the ones a test sets.

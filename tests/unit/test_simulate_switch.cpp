@@ -7,22 +7,15 @@
 #include "reshard/core/planner.h"
 #include "reshard/core/simulate.h"
 #include "reshard/core/system_presets.h"
+#include "test_support.h"
 
 namespace reshard {
 namespace {
 
-// `n` MLP weights of 16 x 32 BF16 (1 KiB each), one norm (misc); DP `train` -> TP `gen_tp`.
+// test::small_mlp(n); DP `train` -> TP `gen_tp`.
 Plan small_plan(int n, int train_gpus, int gen_gpus, int gen_tp) {
-  ModelMeta m;
-  m.name = "sim-switch";
-  for (int l = 0; l < n; ++l)
-    m.tensors.push_back({"model.layers." + std::to_string(l) + ".mlp.down_proj.weight", Dims{16, 32}, DType::BF16});
-  m.tensors.push_back({"model.norm.weight", Dims{32}, DType::BF16});
-  SystemConfig s;
-  s.train.num_gpus = train_gpus;
-  s.gen.num_gpus = gen_gpus;
-  s.gen.tp = gen_tp;
-  return plan_reshard(m, s, PlanOptions{});
+  return plan_reshard(test::small_mlp(n, "sim-switch"), test::system_of(train_gpus, 1, 1, 1, gen_gpus, gen_tp),
+                      PlanOptions{});
 }
 
 // One GPU shared by every rank, time-sliced (serial_issue), box ops; every cost zero but switch_us and

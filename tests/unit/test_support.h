@@ -33,6 +33,16 @@ inline std::string shared_model(const std::string& file) {
   return std::string(RESHARD_SHARED_MODELS) + "/" + file;
 }
 
+// `n` MLP weights of 16 x 32 BF16 (1 KiB each), one norm (misc).
+inline ModelMeta small_mlp(int n, const std::string& name) {
+  ModelMeta m;
+  m.name = name;
+  for (int l = 0; l < n; ++l)
+    m.tensors.push_back({"model.layers." + std::to_string(l) + ".mlp.down_proj.weight", Dims{16, 32}, DType::BF16});
+  m.tensors.push_back({"model.norm.weight", Dims{32}, DType::BF16});
+  return m;
+}
+
 // Embeddings, per layer attention + norm + `experts` experts of [inter, 16] / [16, inter], a float32
 // final norm.
 inline ModelMeta small_moe(int layers, int experts, int64_t inter = 12, const std::string& name = "tiny-moe") {
