@@ -241,7 +241,7 @@ TEST_F(CudaBatchCopyTest, ThousandsOfSmallPiecesAsInMiscBuckets) {
 TEST_F(CudaBatchCopyTest, LongRowsAndManyRowsUseManyBlocks) {
   // One 40 MiB + 5 byte contiguous row at odd offsets (bytes only, grid-stride over a full wave), a
   // strided box of 600k short rows, and the same pair again through the copy engine for the row.
-  for (int64_t memcpy_min : {kNeverMemcpy, CudaBatchCopy::kDefaultMemcpyMinBytes}) {
+  for (int64_t memcpy_min : {kNeverMemcpy, int64_t{8} << 20}) {
     Batch b;
     Copy row;
     row.elem = 1;
@@ -298,7 +298,7 @@ TEST_F(CudaBatchCopyTest, FanOutsWriteEveryDestinationFromOneRead) {
   // Random boxes each copied into 1..19 destinations (more than kMaxFan: split into several
   // descriptors), each destination its own tensor of one shape at odd placements; plus a 24 MiB
   // contiguous row to 3 destinations, which must take the kernel (a memcpy would re-read).
-  for (int64_t memcpy_min : {kNeverMemcpy, CudaBatchCopy::kDefaultMemcpyMinBytes}) {
+  for (int64_t memcpy_min : {kNeverMemcpy, int64_t{8} << 20}) {
     Batch b;
     std::vector<std::vector<int64_t>> fans;  // per source copy: where its destinations start
     int64_t src_cursor = 0, dst_cursor = 0;

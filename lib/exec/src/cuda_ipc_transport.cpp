@@ -37,7 +37,7 @@
 // transports (for measuring what box ops save). Copier-side knobs (may differ between ranks; for
 // measuring): RESHARD_CUDA_IPC_BATCH=0 issues one cuda_copy_box per overlap; RESHARD_CUDA_IPC_MEMCPY_MIN
 // =<bytes> is the size from which contiguous copies of a batch take cudaMemcpyAsync instead of the
-// kernel (default CudaBatchCopy::kDefaultMemcpyMinBytes; 0: all).
+// kernel (default: never, CudaBatchCopy::kDefaultMemcpyMinBytes; 0: all).
 #if RESHARD_HAVE_CUDA && RESHARD_HAVE_MPI
 #include <algorithm>
 #include <cerrno>
