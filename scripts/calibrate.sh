@@ -4,16 +4,20 @@
 #
 # usage: scripts/calibrate.sh [--build DIR] [--system PRESET] [--json OUT] [RUN_JSON|DIR ...]
 #        scripts/calibrate.sh --measure-host [NP]   (the cpu-mpi-local microbenchmark, JSON on stdout)
-#   default inputs: results/*.json, results/gpu/*.json, results/gpu/mps/*.json and
-#   results/gpu/extra/mps_stress/*.json: records of format
+#   default inputs: results/*.json, results/gpu/*.json, results/gpu/mps/*.json,
+#   results/gpu/extra/mps_stress/*.json, results/gpu/push/*.json, results/gpu/push_mps/*.json and
+#   results/gpu/pull/*.json: records of format
 #             "reshard-run", alone or in a JSON list (gpu_runs.json). Each record is simulated with its
-#             own algo, streams, batch caps and staging.
+#             own algo, streams, batch caps and staging, and cuda-ipc records in their own mode
+#             (--ipc-mode): versions.transport ends in ", push" or ", pull"; without the suffix (records
+#             made before push existed) pull.
 #   --system: the preset for every record; default cpu-mpi-local for transport "mpi"; for cuda-ipc
 #             records whose ranks share one device h200-shared-1gpu, or h200-shared-1gpu-mps when the
 #             gpu_env.json beside the record says "mps": "on"; else h100-nvl8-ib400.
 #             Extra `reshard simulate` flags: RESHARD_SIMULATE_FLAGS (every record) and
 #             RESHARD_SIMULATE_FLAGS_<PRESET> (records simulated on that preset; upper case, '-' as '_'),
-#             e.g. RESHARD_SIMULATE_FLAGS_H200_SHARED_1GPU="--switch-us 10" (the MPS rows keep theirs).
+#             e.g. RESHARD_SIMULATE_FLAGS_H200_SHARED_1GPU="--switch-us 10" (the MPS rows keep theirs);
+#             an --ipc-mode there replaces the record's mode (RESHARD_SIMULATE_FLAGS="--ipc-mode pull").
 # A record's plan is found at its arguments.plan path, else at results/plans/<fingerprint>.{cbor,json},
 # else rebuilt with `reshard plan` from results/plans/recipes.json into $BUILD/calibrate-plans; a plan
 # whose fingerprint differs from the record's is reported and the record skipped.
@@ -29,7 +33,7 @@ while [ $# -gt 0 ]; do
     --system) SYSTEM=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --measure-host) MEASURE_HOST=${2:-4}; shift $(( $# > 1 ? 2 : 1 )) ;;
-    -h|--help) sed -n 2,18p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
     *) INPUTS+=("$1"); shift ;;
   esac
 done
@@ -100,7 +104,8 @@ CPP
   mpicxx -O2 -std=c++17 "$TMP/host_copy_bench.cpp" -o "$TMP/host_copy_bench"
   exec mpirun --oversubscribe -np "$MEASURE_HOST" "$TMP/host_copy_bench"
 fi
-[ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu results/gpu/mps results/gpu/extra/mps_stress)
+[ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu results/gpu/mps results/gpu/extra/mps_stress
+                                  results/gpu/push results/gpu/push_mps results/gpu/pull)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import json, os, shlex, subprocess, sys
 
@@ -112,6 +117,12 @@ def mps_on(f):  # the run's gpu_env.json (beside its records) says whether CUDA 
     except (OSError, ValueError):
         return False
     return str(env.get("mps", "")).strip().lower() == "on"
+
+def ipc_mode(rec):  # cuda-ipc's mode: versions.transport "..., push" / "..., pull"; no suffix: pull (older)
+    return "push" if rec.get("versions", {}).get("transport", "").rstrip().endswith(", push") else "pull"
+
+def has_mode(rec):  # the record names its mode (made once push existed)
+    return rec.get("versions", {}).get("transport", "").rstrip().endswith((", push", ", pull"))
 
 files = []
 for p in inputs:
@@ -129,6 +140,8 @@ for f in files:
                 name += ":" + rec.get("config", str(i)).split(" ")[0]
             if mps_on(f):
                 name = "mps/" + name
+            if rec.get("arguments", {}).get("transport") == "cuda-ipc" and has_mode(rec):
+                name = ipc_mode(rec) + "/" + name
             records.append((f, name, rec))
 if not records:
     sys.exit("calibrate: no reshard-run records in " + " ".join(inputs))
@@ -178,11 +191,17 @@ for f, name, rec in records:
         continue
     sysname = system or preset(f, rec)
     a = rec["arguments"]
+    mode = ipc_mode(rec) if a.get("transport") == "cuda-ipc" else None
+    preset_flags = os.environ.get("RESHARD_SIMULATE_FLAGS_" + sysname.upper().replace("-", "_"), "")
+    flags = extra + shlex.split(preset_flags)
+    if "--ipc-mode" in flags:  # a sensitivity, e.g. push records simulated as pull
+        mode = flags[flags.index("--ipc-mode") + 1] if mode else None
+    else:
+        flags = ["--ipc-mode", mode or "pull"] + flags
     args = [reshard, "simulate", plan, "--system", sysname, "--json", "--algo", a.get("algo", "reshard"),
             "--streams", str(a.get("streams", 2)), "--batch-ops", str(a.get("batch_ops", 64)),
             "--batch-bytes", str(a.get("batch_bytes", 268435456)),
-            "--staging-bytes", str(a.get("staging_bytes", 268435456))] + extra + \
-           shlex.split(os.environ.get("RESHARD_SIMULATE_FLAGS_" + sysname.upper().replace("-", "_"), ""))
+            "--staging-bytes", str(a.get("staging_bytes", 268435456))] + flags
     sim = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     if sim["plan"]["fingerprint"] != rec["plan"]["fingerprint"]:
         print("%-30s skipped: plan file %s has fingerprint %s, the run %s" % (name, plan,
@@ -199,7 +218,8 @@ for f, name, rec in records:
         eff = ph["busiest_bytes"] / (meas * 1e-3) / 1e9 if ph.get("busiest_bytes") else 0
         print(fmt % (name, a.get("algo", "reshard"), sysname, phase, "%.3f" % meas, "%.3f" % pred,
                      "%+.1f%%" % (err * 100), "%.3f" % eff))
-        rows.append({"record": f, "name": name, "algo": a.get("algo", "reshard"), "system": sysname, "phase": phase,
+        rows.append({"record": f, "name": name, "algo": a.get("algo", "reshard"), "system": sysname,
+                     "ipc_mode": mode, "phase": phase,
                      "measured_ms": meas, "predicted_ms": pred, "error": err, "effective_gbps": eff})
         if phase == "total":
             errors.append(abs(err))
@@ -207,6 +227,11 @@ if errors:
     within = sum(1 for r in rows if abs(r["error"]) <= 0.25)
     print("calibrate: %d runs, mean |error| of totals %.1f %%, worst %.1f %%; %d of %d rows within 25 %%" %
           (len(errors), 100 * sum(errors) / len(errors), 100 * max(errors), within, len(rows)))
+    for mode in ("pull", "push"):
+        sel = [r for r in rows if r["ipc_mode"] == mode]
+        if sel:
+            print("calibrate: cuda-ipc %s rows: %d of %d within 25 %%" %
+                  (mode, sum(1 for r in sel if abs(r["error"]) <= 0.25), len(sel)))
 if json_out:
     json.dump({"format": "reshard-calibration", "version": 2, "rows": rows}, open(json_out, "w"), indent=1)
 PY

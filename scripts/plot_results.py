@@ -109,17 +109,19 @@ def plot(plt):
         made.append(save(fig, "predicted_vs_published.png"))
     cal = load(os.path.join(RESULTS, "calibration.json"))
     if cal and cal.get("rows"):
-        # Log-log (rows span 0.1 ms to 0.6 s), one colour per system preset, marker per algorithm.
+        # Log-log (rows span 0.1 ms to 0.6 s), one colour per system preset and cuda-ipc mode, marker per
+        # algorithm.
         fig, a = plt.subplots(figsize=(6, 5.5))
         rows = cal["rows"]
         m = [r["measured_ms"] for r in rows]
         p = [r["predicted_ms"] for r in rows]
-        for system in sorted({r["system"] for r in rows}):
+        for system, mode in sorted({(r["system"], r.get("ipc_mode") or "") for r in rows}):
             for algo, marker in (("reshard", "o"), ("golden", "s")):
-                sel = [r for r in rows if r["system"] == system and r.get("algo", "reshard") == algo]
+                sel = [r for r in rows if r["system"] == system and (r.get("ipc_mode") or "") == mode and
+                       r.get("algo", "reshard") == algo]
                 if sel:
                     a.scatter([r["measured_ms"] for r in sel], [r["predicted_ms"] for r in sel], marker=marker,
-                              label="%s, %s" % (system, algo), alpha=0.8)
+                              label="%s%s, %s" % (system, " " + mode if mode else "", algo), alpha=0.8)
         lo, hi = min(m + p) / 1.5, max(m + p) * 1.5
         a.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="exact")
         a.fill_between([lo, hi], [0.75 * lo, 0.75 * hi], [1.25 * lo, 1.25 * hi], alpha=0.15, label="±25 %")

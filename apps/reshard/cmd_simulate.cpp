@@ -21,7 +21,7 @@ struct SimulateArgs {
   std::string plan, system = "h100-nvl8-ib400";
   std::string gpus_per_node, nvlink_gbps, nic_gbps, latency_us, nvlink_latency_us, nic_latency_us, launch_us,
       per_op_us, streams, batch_ops, batch_bytes, staging_bytes, copy_gbps, shared_copy_gbps, wire_copies,
-      per_copy_us, per_launch_us, switch_us, algo;
+      per_copy_us, per_launch_us, switch_us, algo, ipc_mode = "push";
   bool json = false;
 };
 
@@ -79,6 +79,9 @@ int run_simulate(const SimulateArgs& a) {
   if (a.algo == "golden") m.algo = SimAlgo::Golden;
   else if (!a.algo.empty() && a.algo != "reshard")
     problems.add("--algo: expected reshard or golden, got '" + a.algo + "'");
+  // The executor's default (RESHARD_CUDA_IPC_MODE); it changes the copy model only where box_ops is on.
+  if (a.ipc_mode == "push" || a.ipc_mode == "pull") m.ipc_push = a.ipc_mode == "push";
+  else problems.add("--ipc-mode: expected push (the default) or pull, got '" + a.ipc_mode + "'");
   integer(a.streams, "--streams", m.streams, 1, 1024);
   integer(a.batch_ops, "--batch-ops", m.batch_ops, 1, INT64_MAX);
   if (!a.batch_bytes.empty()) guarded(problems, [&] { m.batch_bytes = parse_size(a.batch_bytes, "--batch-bytes"); });
@@ -121,6 +124,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--batch-bytes", args->batch_bytes, "Executor batch cap in bytes, e.g. 256Mi (default)");
   cmd->add_option("--staging-bytes", args->staging_bytes, "Executor staging bytes, e.g. 256Mi (default)");
   cmd->add_option("--algo", args->algo, "reshard (default) or golden (whole shards broadcast, as run --algo golden)");
+  cmd->add_option("--ipc-mode", args->ipc_mode,
+                  "cuda-ipc mode the copy model follows where box ops are on (h200-shared-1gpu*): push "
+                  "(default, as the executor: senders copy, a broadcast root fans out) or pull (receivers "
+                  "copy)");
   cmd->add_option("--copy-gbps", args->copy_gbps, "Memory copy rate of one rank, GB/s (0: copies not modelled)");
   cmd->add_option("--shared-copy-gbps", args->shared_copy_gbps,
                   "Copy rate shared by all ranks of a domain (one host, one GPU), GB/s (0: not shared)");

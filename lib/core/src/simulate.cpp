@@ -59,6 +59,8 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
 namespace {
 
 constexpr int kResources = 4;
+// Destinations one cuda-ipc fan-out copy writes per read of its source (CudaBatchCopy::kMaxFan).
+constexpr int64_t kMaxFan = 8;
 using Bytes4 = std::array<int64_t, kResources>;
 
 int res_index(bool nic, bool send) { return (nic ? 2 : 0) + (send ? 0 : 1); }
@@ -75,9 +77,10 @@ struct OpCost {
   int64_t copy_bytes = 0;  // copied in this rank's memory (copy model)
   int64_t copies = 0;      // copies this rank issues
   int64_t launches = 0;    // of them, the executor's packs and unpacks: one launch each
-  int peer = -1;           // the rank a receiver pulls from (the transport's copies of one batch, stream
-                           // and peer share one launch)
-  bool pulls = false;      // the transport copies for this op on this rank (wire copy or box pull)
+  int peer = -1;           // whom the transport's copies are for: pull: the rank a receiver copies from;
+                           // push: the receiver, or -2 - group for a broadcast root (the copies of one
+                           // batch, stream and peer share one launch)
+  bool pulls = false;      // the transport copies for this op on this rank (wire copy, box pull or push)
   int64_t staged = 0;      // staging the op takes (non-direct ops of staging transports)
 };
 
@@ -116,6 +119,7 @@ class Walker {
     beta_[0] = beta_[1] = m.nvlink_gbps * 1e9;
     beta_[2] = beta_[3] = m.nic_gbps * 1e9;
     copies_ = m.copy_gbps > 0;
+    push_ = copies_ && m.box_ops && m.ipc_push;
     domains_.resize(plan.groups.size());
     for (size_t g = 0; g < plan.groups.size(); ++g)
       for (int r : plan.groups[g].ranks) {  // sorted ranks: domains come in order
@@ -192,11 +196,13 @@ class Walker {
 
   // What the executor copies for one op of `b` wire bytes on a rank (see simulate.h, "Copies"); op.peer
   // is set for receivers. The transport's copies (box pulls, wire copies) go out batched per (batch,
-  // stream, peer); the executor's packs and unpacks are one launch each.
+  // stream, peer); the executor's packs and unpacks are one launch each. Pull: the receiver makes the
+  // transport's copies; push: the sender does (charge_push), so here a receiver only unpacks.
   void charge(OpCost& op, bool sends, const Pieces& pieces, int64_t b, bool boxed) const {
     if (!copies_) return;
+    const bool copier = !sends && !push_;
     if (boxed) {  // the receiver copies each piece straight; senders and discarding members copy nothing
-      if (!sends && pieces.count > 0) {
+      if (copier && pieces.count > 0) {
         op.copy_bytes += pieces.bytes;
         op.copies += pieces.count;
         op.pulls = true;
@@ -213,14 +219,40 @@ class Walker {
       }
       return;
     }
-    op.copy_bytes += static_cast<int64_t>(m_.wire_copies * static_cast<double>(b));
-    op.copies += 1;
-    op.pulls = true;
+    if (copier) {
+      op.copy_bytes += static_cast<int64_t>(m_.wire_copies * static_cast<double>(b));
+      op.copies += 1;
+      op.pulls = true;
+    }
     if (!direct) {
       op.copy_bytes += pieces.bytes;
       op.copies += pieces.count;
       op.launches += pieces.count;
     }
+  }
+
+  // Push: the sender's transport copies of one op to receivers keeping `kept` (boxed: their pieces;
+  // staged: the whole wire buffer, into staging or in place). Receivers keeping the same pieces share
+  // one fan-out copy (cuda-ipc merges copies of one source box into tensors of one shape and
+  // offset): a read per kMaxFan of them and a write each, i.e. (reads + k) / 2 copies' worth of bytes.
+  // `key` names the pass the copies go out in (the receiver, or -2 - group for a broadcast).
+  void charge_push(OpCost& op, const std::vector<Pieces>& kept, int64_t b, bool boxed, int key) const {
+    if (!push_) return;
+    std::map<std::pair<int64_t, int64_t>, int64_t> fans;  // (copies, bytes) kept -> receivers keeping them
+    for (const Pieces& k : kept) {
+      const Pieces what = boxed ? k : Pieces{1, b, true};
+      if (what.count > 0) ++fans[{what.count, what.bytes}];
+    }
+    const double per_byte = boxed ? 1.0 : m_.wire_copies;
+    for (const auto& [what, k] : fans) {
+      const int64_t reads = (k + kMaxFan - 1) / kMaxFan;
+      const double fanned = static_cast<double>(what.second) * static_cast<double>(reads + k) / 2;
+      op.copy_bytes += static_cast<int64_t>(per_byte * fanned);
+      op.copies += what.first * reads;
+    }
+    if (fans.empty()) return;
+    op.pulls = true;
+    op.peer = key;
   }
 
   void transfers(uint32_t p, int stream) {
@@ -238,6 +270,7 @@ class Walker {
         send.latency = latency(nic);
         send.param = p;
         charge(send, true, {from.count, b, from.direct}, b, m_.box_ops);
+        charge_push(send, {{to.count, b, to.direct}}, b, m_.box_ops, t.dst);
         post(t.src, send);
         OpCost recv;
         recv.stream = stream;
@@ -275,12 +308,15 @@ class Walker {
     const int tail = members[(static_cast<size_t>(root_it - members.begin()) + n - 1) % n];
     const double lat =
         latency(nic) * (linear ? 1.0 : std::ceil(std::log2(static_cast<double>(n))));
+    std::vector<Pieces> locals(n);
     split(bytes, [&](int64_t at, int64_t b) {
-      for (int r : members) {
+      for (size_t i = 0; i < n; ++i) locals[i] = pieces(members[i], at, b);
+      for (size_t i = 0; i < n; ++i) {
+        const int r = members[i];
         OpCost op;
         op.stream = stream;
         op.bytes = b;
-        const Pieces local = pieces(r, at, b);
+        const Pieces& local = locals[i];
         if (linear) {
           if (r == root) op.res[res_index(false, true)] = b * static_cast<int64_t>(n - 1);
           else if (!(boxed && local.count == 0)) op.res[res_index(false, false)] = b;
@@ -301,8 +337,14 @@ class Walker {
         op.param = param;
         op.receives = r != root;
         op.fanout_root = fanout && r == root;
-        if (r != root) op.peer = root;  // cuda-ipc: every member pulls from the root
+        if (r != root) op.peer = root;  // cuda-ipc pull: every member copies from the root
         charge(op, r == root, local, b, boxed);
+        if (r == root && push_) {  // push: the root writes every member's pieces
+          std::vector<Pieces> kept;
+          for (size_t j = 0; j < n; ++j)
+            if (members[j] != root) kept.push_back(locals[j]);
+          charge_push(op, kept, b, boxed, -2 - g);
+        }
         post(r, op);
       }
     });
@@ -438,6 +480,7 @@ class Walker {
   std::vector<GroupDomains> domains_;
   std::array<double, kResources> beta_{};
   bool copies_ = false;
+  bool push_ = false;  // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
   std::vector<std::map<uint32_t, Dims>> src_;  // rank -> param -> its src storage's shape
   std::vector<std::map<uint32_t, std::vector<std::pair<Box, Dims>>>> dst_;  // rank -> param -> (member box, storage shape)
 };
@@ -551,14 +594,18 @@ double lower_bound_time(const Plan& plan, const SystemModel& m, const PlanStats&
 
 // A shared memory system copies every byte a domain's gen ranks must receive at least once (a gen
 // rank holds no source shard: train and gen ranks are distinct).
+// Push (cuda-ipc): a byte is written once and its source read once per kMaxFan written, so each costs
+// at least (1 + 1 / kMaxFan) / 2 of a copy.
 double shared_lower_bound_time(const Plan& plan, const SystemModel& m) {
   if (m.shared_copy_gbps <= 0 || m.copy_gbps <= 0) return 0;
+  const double per_byte = m.box_ops && m.ipc_push ? (1.0 + 1.0 / static_cast<double>(kMaxFan)) / 2 : 1.0;
   const PhaseLowerBounds lb = compute_phase_lower_bounds(plan);
   std::map<int64_t, int64_t> node_bytes;
   for (int ph = 0; ph < lb.phases(); ++ph)
     for (int r = 0; r < plan.world(); ++r) node_bytes[r / m.gpus_per_node] += lb.received[ph][r];
   double t = 0;
-  for (const auto& [n, bytes] : node_bytes) t = std::max(t, static_cast<double>(bytes) / (m.shared_copy_gbps * 1e9));
+  for (const auto& [n, bytes] : node_bytes)
+    t = std::max(t, per_byte * static_cast<double>(bytes) / (m.shared_copy_gbps * 1e9));
   return t;
 }
 

@@ -52,6 +52,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"per_copy_us", m.per_copy_us},
         {"per_launch_us", m.per_launch_us},
         {"box_ops", m.box_ops},
+        {"ipc_mode", m.ipc_push ? "push" : "pull"},
         {"serial_issue", m.serial_issue},
         {"switch_us", m.switch_us},
         {"linear_broadcast_max", m.linear_broadcast_max},
@@ -99,7 +100,8 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
     line("#  copies %.1f GB/s per rank, %.1f GB/s shared per domain, %.2f per received byte, %.2f us each, "
          "%.2f us per launch%s%s; algo %s\n",
          m.copy_gbps, m.shared_copy_gbps, m.wire_copies, m.per_copy_us, m.per_launch_us,
-         m.box_ops ? ", box ops" : "", m.serial_issue ? ", serial issue" : "", to_string(m.algo));
+         m.box_ops ? (m.ipc_push ? ", box ops, cuda-ipc push" : ", box ops, cuda-ipc pull") : "",
+         m.serial_issue ? ", serial issue" : "", to_string(m.algo));
   if (m.serial_issue && m.switch_us > 0)
     line("#  context switch %.2f us per transport pass where two or more ranks of a domain launch copies\n",
          m.switch_us);

@@ -30,7 +30,13 @@
 //   go out batched, one launch per (stream, peer) the rank receives from (cuda-ipc launches the copies
 //   a progress pass starts on a stream at once, and one peer's descriptions of a batch arrive in one
 //   message). A batch's copy time (its rank's copied bytes / copy_gbps) and its wire time overlap (the
-//   larger counts); its issue costs add, as per_op_us does.
+//   larger counts); its issue costs add, as per_op_us does. That is cuda-ipc's pull mode; in push mode
+//   (ipc_push, the executor's default; only where box_ops marks the cuda-ipc transport) the sender makes
+//   the transport's copies instead: into each receiver's pieces (boxed) or its staging (staged ops), a
+//   broadcast root writing the members that keep the same pieces with one fan-out copy (one read per
+//   8 members + a write each: (reads + k) / 2 copies' worth), in one launch per (batch, stream, peer) it
+//   copies to, a broadcast's group counting as one peer (the root starts it once all descriptions are
+//   in). Receivers only describe; their unpacks of staging stay theirs.
 // - Shared memory system (shared_copy_gbps > 0: all ranks of a domain on one host or one GPU): the
 //   domain's copies of every rank contend, so a phase also takes at least the domain's copied bytes /
 //   shared_copy_gbps (plus, with serial_issue, every rank's per-op, per-copy and per-launch costs)
@@ -72,6 +78,10 @@ struct SystemModel {
   double per_launch_us = 0;        // per copy launch: each pack or unpack; per (batch, stream, peer) for
                                    // the transport's batched copies
   bool box_ops = false;            // transport copies strided boxes straight: no pack, no unpack
+  // cuda-ipc's mode, where box_ops is on (the cuda-ipc transport): false = pull (receivers copy),
+  // true = push (senders copy; a broadcast root fans one read out to its members). The executor's and
+  // `reshard simulate`'s default is push; false here keeps a hand-built model's predictions as before.
+  bool ipc_push = false;
   // Shared memory system: every rank's per-op, per-copy and per-launch costs occupy it too (one GPU
   // time-sliced between processes, no MPS), so they add to the domain's copy time instead of
   // overlapping it. Off under MPS, where the ranks' work runs concurrently.
@@ -136,7 +146,8 @@ struct SimResult {
   // The plan's lower bound (compute_stats) and a time no schedule can beat on this system: the
   // bytes a rank must receive over both its links at once, or a domain's distinct needed bytes
   // entering through all its NICs, or (shared memory system) every byte a domain's gen ranks must
-  // receive copied once at shared_copy_gbps, whichever is larger (misc bytes included).
+  // receive copied once at shared_copy_gbps (push: written once, read once per 8 written, i.e. 9/16 of
+  // a copy each), whichever is larger (misc bytes included).
   int64_t lower_bound_bytes = 0;
   double lower_bound_seconds = 0;
 };
