@@ -16,23 +16,13 @@
 namespace reshard {
 namespace {
 
-// test::small_mlp(n): n down_proj weights of 16 x 32 BF16 and a norm; DP `train_gpus` -> TP `gen_tp`.
 Plan small_plan(int n, int train_gpus, int gen_gpus, int gen_tp) {
-  return plan_reshard(test::small_mlp(n, "sim-push"), test::system_of(train_gpus, 1, 1, 1, gen_gpus, gen_tp),
-                      PlanOptions{});
+  return test::small_mlp_plan(n, "sim-push", train_gpus, gen_gpus, gen_tp);
 }
 
-// One shared device, box ops (the cuda-ipc transport), every cost zero but the copies and what a test
-// sets; one batch.
+// Copies at 1 GB/s and nothing else (test::one_shared_gpu), in push or pull mode.
 SystemModel one_gpu(bool push) {
-  SystemModel m;
-  m.name = "push-test";
-  m.gpus_per_node = 1 << 20;
-  m.nvlink_gbps = m.nic_gbps = m.copy_gbps = m.shared_copy_gbps = 1;
-  m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
-  m.box_ops = true;
-  m.linear_broadcast_max = 1 << 20;
-  m.batch_ops = 1 << 20;
+  SystemModel m = test::one_shared_gpu("push-test", 1);
   m.ipc_push = push;
   return m;
 }

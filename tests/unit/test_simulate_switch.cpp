@@ -12,24 +12,14 @@
 namespace reshard {
 namespace {
 
-// test::small_mlp(n); DP `train` -> TP `gen_tp`.
 Plan small_plan(int n, int train_gpus, int gen_gpus, int gen_tp) {
-  return plan_reshard(test::small_mlp(n, "sim-switch"), test::system_of(train_gpus, 1, 1, 1, gen_gpus, gen_tp),
-                      PlanOptions{});
+  return test::small_mlp_plan(n, "sim-switch", train_gpus, gen_gpus, gen_tp);
 }
 
-// One GPU shared by every rank, time-sliced (serial_issue), box ops; every cost zero but switch_us and
-// a copy rate too high to matter.
+// Time-sliced (serial_issue) with every cost zero but switch_us, and rates too high to matter.
 SystemModel one_gpu(double switch_us) {
-  SystemModel m;
-  m.name = "switch-test";
-  m.gpus_per_node = 1 << 20;
-  m.nvlink_gbps = m.nic_gbps = m.copy_gbps = m.shared_copy_gbps = 1e9;
-  m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
-  m.box_ops = true;
+  SystemModel m = test::one_shared_gpu("switch-test", 1e9);
   m.serial_issue = true;
-  m.linear_broadcast_max = 1 << 20;
-  m.batch_ops = 1 << 20;
   m.switch_us = switch_us;
   return m;
 }

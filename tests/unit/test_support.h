@@ -5,6 +5,8 @@
 
 #include "reshard/core/model.h"
 #include "reshard/core/parallelism.h"
+#include "reshard/core/planner.h"
+#include "reshard/core/simulate.h"
 
 namespace reshard::test {
 
@@ -40,6 +42,25 @@ inline ModelMeta small_mlp(int n, const std::string& name) {
   for (int l = 0; l < n; ++l)
     m.tensors.push_back({"model.layers." + std::to_string(l) + ".mlp.down_proj.weight", Dims{16, 32}, DType::BF16});
   m.tensors.push_back({"model.norm.weight", Dims{32}, DType::BF16});
+  return m;
+}
+
+// small_mlp(n) from DP over `train_gpus` to TP `gen_tp` over `gen_gpus`.
+inline Plan small_mlp_plan(int n, const std::string& name, int train_gpus, int gen_gpus, int gen_tp) {
+  return plan_reshard(small_mlp(n, name), system_of(train_gpus, 1, 1, 1, gen_gpus, gen_tp), PlanOptions{});
+}
+
+// The simulator's view of one device shared by every rank, with box ops (cuda-ipc) and one batch:
+// every cost zero and every rate `gbps`, so a test sets only what it measures.
+inline SystemModel one_shared_gpu(const std::string& name, double gbps) {
+  SystemModel m;
+  m.name = name;
+  m.gpus_per_node = 1 << 20;
+  m.nvlink_gbps = m.nic_gbps = m.copy_gbps = m.shared_copy_gbps = gbps;
+  m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
+  m.box_ops = true;
+  m.linear_broadcast_max = 1 << 20;
+  m.batch_ops = 1 << 20;
   return m;
 }
 
