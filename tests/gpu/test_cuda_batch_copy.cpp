@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda_batch_copy.h"
+#include "gpu_test_support.h"
 #include "reshard/core/error.h"
 #include "reshard/exec/memory.h"
 
@@ -24,9 +25,7 @@ namespace {
 
 constexpr int64_t kNeverMemcpy = std::numeric_limits<int64_t>::max();
 
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) FAIL() << what << ": " << cudaGetErrorString(err);
-}
+using gpu_test::check;
 
 // One copy: a source tensor at src_at in the source arena, a destination tensor at dst_at in the
 // destination arena (disjoint from every other copy's).
@@ -41,28 +40,7 @@ struct Copy {
   }
 };
 
-class DeviceArena {
- public:
-  explicit DeviceArena(int64_t bytes) : bytes_(bytes) {
-    check(cudaMalloc(&base_, static_cast<size_t>(bytes > 0 ? bytes : 1)), "cudaMalloc");
-  }
-  ~DeviceArena() { cudaFree(base_); }
-  DeviceArena(const DeviceArena&) = delete;
-  DeviceArena& operator=(const DeviceArena&) = delete;
-  uint8_t* get() const { return static_cast<uint8_t*>(base_); }
-  void upload(const std::vector<uint8_t>& host) {
-    check(cudaMemcpy(base_, host.data(), host.size(), cudaMemcpyHostToDevice), "upload");
-  }
-  std::vector<uint8_t> download() const {
-    std::vector<uint8_t> host(static_cast<size_t>(bytes_));
-    check(cudaMemcpy(host.data(), base_, host.size(), cudaMemcpyDeviceToHost), "download");
-    return host;
-  }
-
- private:
-  void* base_ = nullptr;
-  int64_t bytes_;
-};
+using DeviceArena = gpu_test::DeviceBuffer;
 
 // Copies laid out in two arenas, with host reference results.
 struct Batch {
@@ -73,10 +51,7 @@ struct Batch {
 class CudaBatchCopyTest : public testing::Test {
  protected:
   void SetUp() override {
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount: " << cudaGetErrorString(err);
-    if (count == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount returned 0";
+    if (const std::string why = gpu_test::no_device_reason(); !why.empty()) GTEST_SKIP() << why;
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cudaStreamCreateWithFlags(&other_, cudaStreamNonBlocking), "cudaStreamCreate");
   }

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "gpu_test_support.h"
 #include "reshard/core/fp8_block.h"
 #include "reshard/exec/cuda_dequant.h"
 #include "reshard/exec/region_ops.h"
@@ -18,8 +20,7 @@ namespace {
 class CudaDequant : public testing::Test {
  protected:
   void SetUp() override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
+    if (const std::string why = gpu_test::no_device_reason(); !why.empty()) GTEST_SKIP() << why;
   }
   template <class T>
   T* upload(const std::vector<T>& h) {

@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "gpu_test_support.h"
 #include "reshard/core/mxfp8.h"
 #include "reshard/exec/cuda_quantize.h"
 #include "reshard/exec/cuda_region_ops.h"
@@ -49,9 +51,7 @@ private:
 class CudaQuantize : public testing::Test {
 protected:
   void SetUp() override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-      GTEST_SKIP() << "no CUDA device";
+    if (const std::string why = gpu_test::no_device_reason(); !why.empty()) GTEST_SKIP() << why;
   }
 
   // Quantizes `in` (dense [extent]) into a box of (shape, offset) on the device, with each element

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_test_support.h"
 #include "reshard/core/error.h"
 #include "reshard/core/pattern.h"
 #include "reshard/exec/cuda_region_ops.h"
@@ -19,34 +20,8 @@
 namespace reshard {
 namespace {
 
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) FAIL() << what << ": " << cudaGetErrorString(err);
-}
-
-// A device buffer `bytes` long that starts `misalign` bytes past a 256-byte aligned allocation.
-class DeviceBuffer {
- public:
-  DeviceBuffer(int64_t bytes, int misalign) : bytes_(bytes), misalign_(misalign) {
-    check(cudaMalloc(&base_, static_cast<size_t>(bytes + misalign + 1)), "cudaMalloc");
-  }
-  ~DeviceBuffer() { cudaFree(base_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  uint8_t* get() const { return static_cast<uint8_t*>(base_) + misalign_; }
-  void upload(const std::vector<uint8_t>& host) {
-    check(cudaMemcpy(get(), host.data(), host.size(), cudaMemcpyHostToDevice), "upload");
-  }
-  std::vector<uint8_t> download() const {
-    std::vector<uint8_t> host(static_cast<size_t>(bytes_));
-    check(cudaMemcpy(host.data(), get(), host.size(), cudaMemcpyDeviceToHost), "download");
-    return host;
-  }
-
- private:
-  void* base_ = nullptr;
-  int64_t bytes_;
-  int misalign_;
-};
+using gpu_test::check;
+using gpu_test::DeviceBuffer;
 
 std::string describe(const RegionSpec& r) {
   return "storage " + r.storage_shape.str() + " at " + r.storage_offset.str() + ", extent " + r.extent.str() +
@@ -57,10 +32,7 @@ std::string describe(const RegionSpec& r) {
 class CudaRegionOps : public testing::Test {
  protected:
   void SetUp() override {
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount: " << cudaGetErrorString(err);
-    if (count == 0) GTEST_SKIP() << "no CUDA device: cudaGetDeviceCount returned 0";
+    if (const std::string why = gpu_test::no_device_reason(); !why.empty()) GTEST_SKIP() << why;
     check(cudaStreamCreate(&stream_), "cudaStreamCreate");
     check(cudaMalloc(&counter_, sizeof(unsigned long long)), "cudaMalloc counter");
   }
