@@ -59,8 +59,11 @@ int64_t parse_integer(std::string_view text, const std::string& what, int64_t mi
     throw config_error(what + ": '" + std::string(text) + "' is not an integer");
   if (negative) value = -value;
   if (value < min || value > max) {
-    std::string range =
-        "[" + std::to_string(min) + ", " + (max == INT64_MAX ? "inf)" : std::to_string(max) + "]");
+    // Appended piece by piece: GCC 12's -Wrestrict misfires on `"literal" + std::string&&` here.
+    std::string range = "[";
+    range += std::to_string(min);
+    range += ", ";
+    range += max == INT64_MAX ? std::string("inf)") : std::to_string(max) + "]";
     throw config_error(what + ": " + std::string(text) + " is outside " + range);
   }
   return value;
