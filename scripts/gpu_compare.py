@@ -7,7 +7,8 @@ usage: gpu_compare.py A.json B.json --labels pull push [-o OUT.md] [--title TITL
 """
 import argparse
 import json
-import sys
+
+from gpu_report import emit, fmt  # scripts/ is the script's directory, so first on sys.path
 
 
 def runs(path):
@@ -20,10 +21,6 @@ def runs(path):
 
 def phases(rec):
     return {p["phase"]: p for p in rec["phases"]}
-
-
-def fmt(v, spec):
-    return "-" if v is None else format(v, spec)
 
 
 def build(a, b, la, lb, title):
@@ -64,11 +61,7 @@ def main():
     ap.add_argument("--title", default="GPU runs side by side")
     ap.add_argument("-o", "--output")
     args = ap.parse_args()
-    text = build(runs(args.a), runs(args.b), args.labels[0], args.labels[1], args.title)
-    if args.output:
-        open(args.output, "w").write(text)
-    else:
-        sys.stdout.write(text)
+    emit(build(runs(args.a), runs(args.b), args.labels[0], args.labels[1], args.title), args.output)
 
 
 if __name__ == "__main__":

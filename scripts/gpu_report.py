@@ -18,6 +18,14 @@ def fmt(v, spec, none="-"):
     return none if v is None else format(v, spec)
 
 
+def emit(text, path):
+    """Writes `text` to `path`, or to standard output when there is none."""
+    if path:
+        open(path, "w").write(text)
+    else:
+        sys.stdout.write(text)
+
+
 def gib(b):
     return "%.2f GiB" % (b / 2**30) if b >= 2**30 else "%.1f MiB" % (b / 2**20)
 
@@ -118,11 +126,7 @@ def main():
     a = ap.parse_args()
     records = json.load(open(a.runs))
     env = json.load(open(a.env))
-    text = build(records if isinstance(records, list) else [records], env)
-    if a.output:
-        open(a.output, "w").write(text)
-    else:
-        sys.stdout.write(text)
+    emit(build(records if isinstance(records, list) else [records], env), a.output)
 
 
 if __name__ == "__main__":
