@@ -15,8 +15,10 @@
 //   pull (RESHARD_CUDA_IPC_MODE=pull): the sender (a broadcast's root) describes its sources; each
 //         receiver copies from them into its own tensors (measured against push: docs/gpu.md).
 // The copies of every op started in one progress pass on one stream go out as ONE batched kernel
-// launch (cuda_batch_copy.h; large contiguous single copies as cudaMemcpyAsync), followed by one
-// event for all those ops. Per batch and stream:
+// launch (cuda_batch_copy.h), followed by one event for all those ops; an op that alone queues at
+// least RESHARD_CUDA_IPC_LAUNCH_BYTES (default 256 MiB: a misc bucket) is launched as soon as it is
+// queued, so the GPU copies while the host still matches the pass's other descriptions. Per batch and
+// stream:
 //   flush: a describer synchronizes the stream (pull: the packs of the non-box path are done, so the
 //          sources are there; push: earlier work on the destinations, e.g. unpacking staging, is
 //          done), then sends ONE message per peer holding the descriptions of all its ops to that peer
@@ -37,7 +39,10 @@
 // transports (for measuring what box ops save). Copier-side knobs (may differ between ranks; for
 // measuring): RESHARD_CUDA_IPC_BATCH=0 issues one cuda_copy_box per overlap; RESHARD_CUDA_IPC_MEMCPY_MIN
 // =<bytes> is the size from which contiguous copies of a batch take cudaMemcpyAsync instead of the
-// kernel (default: never, CudaBatchCopy::kDefaultMemcpyMinBytes; 0: all).
+// kernel (default: never, CudaBatchCopy::kDefaultMemcpyMinBytes; 0: all); RESHARD_CUDA_IPC_LAUNCH_BYTES
+// =<bytes> (0: one launch per pass). RESHARD_CUDA_IPC_TRACE=PREFIX
+// writes PREFIX.<rank>.tsv at teardown: one line per wait() with host timestamps (MPI_Wtime) of its
+// steps, for finding where a phase's time goes beyond its copies (scripts/ipc_trace.py reads them).
 #if RESHARD_HAVE_CUDA && RESHARD_HAVE_MPI
 #include <algorithm>
 #include <cerrno>
@@ -45,6 +50,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <unordered_map>
 
@@ -63,6 +69,7 @@ namespace reshard {
 namespace {
 
 constexpr int kAckTag = 1 << 12;  // + stream; descriptions use tag = stream (streams <= 64)
+constexpr int64_t kDefaultLaunchChunkBytes = int64_t{256} << 20;
 
 // The copying side of one op: this rank's pieces (pull: its destinations; push: its sources) and
 // the peers whose descriptions it waits for (pull: the sender; push: the receivers).
@@ -94,6 +101,14 @@ struct Stream {
 struct Outgoing {
   std::string data;
   MPI_Request req = MPI_REQUEST_NULL;
+};
+
+// Host timestamps (MPI_Wtime) of one wait() and the flush before it; 0 = did not happen.
+struct WaitTrace {
+  int stream = 0;
+  double flush_begin = 0, flush_end = 0, begin = 0, first_take = 0, last_take = 0, first_launch = 0,
+         last_launch = 0, copies_done = 0, end = 0;
+  int64_t launches = 0, ops = 0;
 };
 
 // One box copy a push root queues, before copies of one source box to several members are merged.
@@ -128,15 +143,38 @@ int64_t memcpy_min_bytes() {
   return n;
 }
 
-// The lexicographic key of a push copy without its destination: copies with equal keys read the same
-// source box into tensors of one shape at one offset, so they merge into one fan-out.
-std::vector<int64_t> fanout_key(const PushCopy& c) {
-  std::vector<int64_t> k{static_cast<int64_t>(reinterpret_cast<uintptr_t>(c.src))};
-  for (const Dims* d : {&c.src_shape, &c.src_at, &c.dst_shape, &c.dst_at, &c.extent}) {
-    k.push_back(d->n);
-    for (int i = 0; i < d->n; ++i) k.push_back((*d)[i]);
-  }
-  return k;
+// Orders push copies by everything but their destination: copies that compare equal read the same
+// source box into tensors of one shape at one offset, so they merge into one fan-out. (A sort, not a
+// map keyed by vectors: a misc bucket's root merges ~1000 copies per step, on its critical path.)
+int compare_dims(const Dims& a, const Dims& b) {
+  if (a.n != b.n) return a.n < b.n ? -1 : 1;
+  for (int i = 0; i < a.n; ++i)
+    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+  return 0;
+}
+int compare_fanout(const PushCopy& a, const PushCopy& b) {
+  if (a.src != b.src) return std::less<const void*>()(a.src, b.src) ? -1 : 1;
+  for (int c : {compare_dims(a.src_at, b.src_at), compare_dims(a.extent, b.extent), compare_dims(a.dst_at, b.dst_at),
+                compare_dims(a.src_shape, b.src_shape), compare_dims(a.dst_shape, b.dst_shape)})
+    if (c != 0) return c;
+  return 0;
+}
+
+// RESHARD_CUDA_IPC_LAUNCH_BYTES: an op that alone queues this many bytes (a misc bucket) is launched
+// at once with what was queued before it, rather than at the end of the progress pass, so the GPU
+// starts while the host still matches the pass's other descriptions (a byte count, digits only; 0:
+// only at the end of a pass). Per op, not per byte count: on GPUs time-sliced between processes
+// every extra kernel of a pass is a chance to lose the GPU for a time slice, and cutting a pass of
+// many small bulk ops into 256 MiB launches measured 1.5x slower bulk (docs/gpu.md).
+int64_t launch_chunk_bytes() {
+  const char* v = std::getenv("RESHARD_CUDA_IPC_LAUNCH_BYTES");
+  if (v == nullptr) return kDefaultLaunchChunkBytes;
+  const std::string s(v);
+  errno = 0;
+  const long long n = std::strtoll(s.c_str(), nullptr, 10);
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || errno != 0)
+    throw config_error("RESHARD_CUDA_IPC_LAUNCH_BYTES='" + s + "': expected a byte count (digits only)");
+  return n;
 }
 
 class CudaIpcTransport final : public Transport {
@@ -145,7 +183,9 @@ class CudaIpcTransport final : public Transport {
       : options_(options),
         batch_enabled_(env("RESHARD_CUDA_IPC_BATCH") != "0"),
         batch_(memcpy_min_bytes()),
-        out_(std::make_unique<std::deque<Outgoing>>()) {
+        launch_chunk_(launch_chunk_bytes()),
+        out_(std::make_unique<std::deque<Outgoing>>()),
+        trace_path_(env("RESHARD_CUDA_IPC_TRACE")) {
     MPI_Comm parent = *static_cast<MPI_Comm*>(control.native_comm());
     RESHARD_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
     RESHARD_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -183,6 +223,7 @@ class CudaIpcTransport final : public Transport {
       }
     }
     if (pending) (void)out_.release();
+    write_trace();
     for (auto& [key, ptr] : mapped_) cudaIpcCloseMemHandle(ptr);
     for (Stream& s : streams_) release_events(s);
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
@@ -265,6 +306,7 @@ class CudaIpcTransport final : public Transport {
   void flush(int stream) override {
     Stream& s = at(stream);
     if (s.queued.empty()) return;
+    if (tracing()) flush_begin_ = MPI_Wtime();
     // What was described is idle once the stream is: pull: the sources (packs ran on this stream, or
     // before the batch); push: the destinations (nothing on this stream still reads or writes them).
     RESHARD_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream(stream)));
@@ -273,12 +315,18 @@ class CudaIpcTransport final : public Transport {
       s.unacked[peer] += q.ops;
     }
     s.queued.clear();
+    if (tracing()) flush_end_ = MPI_Wtime();
   }
 
   void wait(int stream) override {
     Stream& s = at(stream);
     if (!s.queued.empty()) throw runtime_error("cuda-ipc: wait(" + std::to_string(stream) + ") before flush");
     double last = MPI_Wtime();
+    if (tracing()) {
+      trace_.push_back(WaitTrace{stream, flush_begin_, flush_end_, last});
+      trace_.back().ops = static_cast<int64_t>(s.ops.size());
+      flush_begin_ = flush_end_ = 0;
+    }
     while (!complete(s)) {
       if (progress()) {
         last = MPI_Wtime();
@@ -289,6 +337,7 @@ class CudaIpcTransport final : public Transport {
     s.unacked.clear();
     s.ops.clear();
     release_events(s);
+    if (tracing()) trace_.back().end = MPI_Wtime();
   }
 
  private:
@@ -497,13 +546,19 @@ class CudaIpcTransport final : public Transport {
         for (const PushCopy& c : copies) copy(c.src, c.src_shape, c.src_at, {c.dst}, c.dst_shape, c.dst_at, c.extent, es, stream);
         copies.clear();
       }
-      std::map<std::vector<int64_t>, std::vector<size_t>> fanouts;
-      for (size_t i = 0; i < copies.size(); ++i) fanouts[fanout_key(copies[i])].push_back(i);
-      for (const auto& [key, members] : fanouts) {
-        const PushCopy& c = copies[members.front()];
-        std::vector<void*> dsts;
-        for (size_t i : members) dsts.push_back(copies[i].dst);
+      std::vector<size_t> order(copies.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(),
+                [&](size_t a, size_t b) { return compare_fanout(copies[a], copies[b]) < 0; });
+      std::vector<void*> dsts;
+      for (size_t first = 0; first < order.size();) {
+        const PushCopy& c = copies[order[first]];
+        dsts.clear();
+        size_t end = first;
+        for (; end < order.size() && compare_fanout(copies[order[end]], c) == 0; ++end)
+          dsts.push_back(copies[order[end]].dst);
         copy(c.src, c.src_shape, c.src_at, dsts, c.dst_shape, c.dst_at, c.extent, es, stream);
+        first = end;
       }
     }
     op.state = queued == 0 ? CopyOp::Done : CopyOp::Copying;
@@ -514,6 +569,12 @@ class CudaIpcTransport final : public Transport {
   void launch_pass(Stream& s, int stream, const std::vector<CopyOp*>& started) {
     const cudaStream_t cs = ctx_->stream(stream);
     batch_.launch(cs);
+    if (tracing() && !trace_.empty()) {
+      WaitTrace& t = trace_.back();
+      t.last_launch = MPI_Wtime();
+      if (t.first_launch == 0) t.first_launch = t.last_launch;
+      ++t.launches;
+    }
     const cudaEvent_t e = take_event();
     s.events.push_back(e);  // owned by the stream from here, even if recording fails
     RESHARD_CUDA_CHECK(cudaEventRecord(e, cs));
@@ -591,12 +652,21 @@ class CudaIpcTransport final : public Transport {
       for (CopyOp& op : s.ops) {
         if (op.state == CopyOp::Waiting) {
           if (!take_descriptions(op, stream, descs)) continue;
+          if (tracing() && !trace_.empty()) {
+            trace_.back().last_take = MPI_Wtime();
+            if (trace_.back().first_take == 0) trace_.back().first_take = trace_.back().last_take;
+          }
+          const int64_t queued_before = batch_.pending_bytes();
           start_copies(op, descs, stream);
           moved = true;
           if (op.state == CopyOp::Done) {
             for (int p : op.peers) ++acks[p];
           } else {
             started.push_back(&op);
+            if (launch_chunk_ > 0 && batch_.pending_bytes() - queued_before >= launch_chunk_) {
+              launch_pass(s, stream, started);
+              started.clear();
+            }
           }
           continue;
         }
@@ -607,6 +677,7 @@ class CudaIpcTransport final : public Transport {
           op.state = CopyOp::Done;
           for (int p : op.peers) ++acks[p];
           moved = true;
+          if (tracing() && !trace_.empty()) trace_.back().copies_done = MPI_Wtime();
         }
       }
       if (!started.empty()) launch_pass(s, stream, started);
@@ -622,17 +693,19 @@ class CudaIpcTransport final : public Transport {
     return moved;
   }
 
-  Error timeout(int stream, const Stream& s) {
+  Error timeout(int stream, const Stream& s) const {
     std::string waiting;
     for (const auto& [peer, n] : s.unacked)
       if (n != 0) waiting += " " + std::to_string(n) + " acks from rank " + std::to_string(peer) + ",";
     for (const CopyOp& op : s.ops) {
       if (op.state == CopyOp::Done) continue;
       for (size_t i = 0; i < op.peers.size(); ++i) {
-        const auto& box = inbox_[{stream, op.peers[i]}];
-        if (op.state == CopyOp::Copying)
+        if (op.state == CopyOp::Copying) {
           waiting += std::string(push_ ? " copy to rank " : " copy from rank ") + std::to_string(op.peers[i]) + ",";
-        else if (box.find(op.seqs[i]) == box.end())
+          continue;
+        }
+        const auto box = inbox_.find({stream, op.peers[i]});
+        if (box == inbox_.end() || box->second.find(op.seqs[i]) == box->second.end())
           waiting += " description from rank " + std::to_string(op.peers[i]) + ",";
       }
     }
@@ -640,6 +713,23 @@ class CudaIpcTransport final : public Transport {
     return runtime_error("cuda-ipc: rank " + std::to_string(rank_) + " made no progress on stream " +
                          std::to_string(stream) + " for " + std::to_string(options_.timeout_s) + " s (--timeout); waiting for" +
                          waiting);
+  }
+
+  bool tracing() const { return !trace_path_.empty(); }
+
+  // RESHARD_CUDA_IPC_TRACE: one tab-separated line per wait (no throwing: runs in the destructor).
+  void write_trace() const noexcept {
+    if (!tracing()) return;
+    std::ofstream f(trace_path_ + "." + std::to_string(rank_) + ".tsv");
+    f << "rank\twait\tstream\tops\tlaunches\tflush_begin\tflush_end\tbegin\tfirst_take\tlast_take\tfirst_launch"
+         "\tlast_launch\tcopies_done\tend\n";
+    f.precision(15);
+    for (size_t i = 0; i < trace_.size(); ++i) {
+      const WaitTrace& t = trace_[i];
+      f << rank_ << '\t' << i << '\t' << t.stream << '\t' << t.ops << '\t' << t.launches << '\t' << t.flush_begin
+        << '\t' << t.flush_end << '\t' << t.begin << '\t' << t.first_take << '\t' << t.last_take << '\t'
+        << t.first_launch << '\t' << t.last_launch << '\t' << t.copies_done << '\t' << t.end << '\n';
+    }
   }
 
   TransportOptions options_;
@@ -650,6 +740,7 @@ class CudaIpcTransport final : public Transport {
   bool batch_enabled_ = true;
   std::shared_ptr<CudaContext> ctx_;
   CudaBatchCopy batch_;  // after ctx_, so destroyed before it (waits for its launches)
+  int64_t launch_chunk_ = kDefaultLaunchChunkBytes;  // RESHARD_CUDA_IPC_LAUNCH_BYTES
   std::vector<std::vector<int>> groups_;
   std::vector<Stream> streams_;
   // By (stream, peer), for the transport's life: descriptions numbered in arrival order, and the
@@ -661,6 +752,9 @@ class CudaIpcTransport final : public Transport {
   std::map<std::pair<int, int64_t>, void*> mapped_;
   std::vector<cudaEvent_t> events_;  // free pool
   std::unique_ptr<std::deque<Outgoing>> out_;
+  std::string trace_path_;  // RESHARD_CUDA_IPC_TRACE; empty: no trace
+  std::vector<WaitTrace> trace_;
+  double flush_begin_ = 0, flush_end_ = 0;  // of the last flush, until a wait takes them
 };
 
 }  // namespace

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Timeline of a cuda-ipc run from its RESHARD_CUDA_IPC_TRACE files (PREFIX.<rank>.tsv).
+
+    python3 scripts/ipc_trace.py PREFIX [--last N]
+
+Waits of all ranks are grouped into steps: a step starts with the first wait (or its flush) that
+begins after every wait of the previous step has ended (phases are separated by barriers). For each
+of the last N steps it prints, per rank and wait, the microseconds from the step's start to each
+traced point: flush (begin/end), wait begin, first/last description taken, first/last launch,
+copies done, end; '-' where a point did not happen (e.g. a push receiver copies nothing).
+"""
+import argparse
+import csv
+import glob
+import sys
+
+POINTS = ["flush_begin", "flush_end", "begin", "first_take", "last_take", "first_launch", "last_launch",
+          "copies_done", "end"]
+
+
+def load(prefix):
+    rows = []
+    for path in sorted(glob.glob(prefix + ".*.tsv")):
+        with open(path) as f:
+            for r in csv.DictReader(f, delimiter="\t"):
+                for k in POINTS:
+                    r[k] = float(r[k])
+                rows.append(r)
+    if not rows:
+        sys.exit(f"ipc_trace: no {prefix}.*.tsv files")
+    return rows
+
+
+def start_of(r):
+    return r["flush_begin"] if r["flush_begin"] > 0 else r["begin"]
+
+
+def steps(rows):
+    out, end = [], None
+    for r in sorted(rows, key=start_of):
+        if end is None or start_of(r) > end:
+            out.append([])
+            end = r["end"]
+        out[-1].append(r)
+        end = max(end, r["end"])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("prefix")
+    ap.add_argument("--last", type=int, default=4, help="steps to print, from the end (default 4)")
+    a = ap.parse_args()
+    all_steps = steps(load(a.prefix))
+    print(f"{len(all_steps)} steps; the last {min(a.last, len(all_steps))}, microseconds from each step's start")
+    for i, st in enumerate(all_steps[-a.last:]):
+        t0 = min(start_of(r) for r in st)
+        span = max(r["end"] for r in st) - t0
+        print(f"\nstep {len(all_steps) - min(a.last, len(all_steps)) + i}: {span * 1e6:.0f} us")
+        print("rank wait strm  ops launch " + " ".join(f"{p:>12}" for p in POINTS))
+        for r in sorted(st, key=lambda r: (int(r["rank"]), int(r["wait"]))):
+            cells = [f"{(r[p] - t0) * 1e6:12.0f}" if r[p] > 0 else f"{'-':>12}" for p in POINTS]
+            print(f"{r['rank']:>4} {r['wait']:>4} {r['stream']:>4} {r['ops']:>4} {r['launches']:>6} " + " ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
