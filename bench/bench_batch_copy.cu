@@ -163,6 +163,31 @@ void batch_strided(benchmark::State& state) {
   });
 }
 
+// CudaBatchCopy on many small tensors, each its own cudaMalloc (as the executor allocates storages):
+// range(0) copies of 32 KiB (the issue-4 stress config: 4096 params of 32 KiB per rank).
+void batch_small_tensors(benchmark::State& state) {
+  const int64_t n = state.range(0), bytes = 32 << 10;
+  std::vector<void*> src(static_cast<size_t>(n)), dst(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    CHECK(cudaMalloc(&src[static_cast<size_t>(i)], bytes));
+    CHECK(cudaMalloc(&dst[static_cast<size_t>(i)], bytes));
+  }
+  reshard::CudaBatchCopy batch;
+  const reshard::Dims shape{bytes / 2};
+  time_launches(state, 2 * n * bytes, [&] {
+    for (int64_t i = 0; i < n; ++i)
+      batch.add(src[static_cast<size_t>(i)], shape, reshard::Dims{0}, dst[static_cast<size_t>(i)], shape,
+                reshard::Dims{0}, shape, 2);
+    batch.launch(nullptr);
+  });
+  state.counters["s_per_copy"] = benchmark::Counter(
+      static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  for (int64_t i = 0; i < n; ++i) {
+    CHECK(cudaFree(src[static_cast<size_t>(i)]));
+    CHECK(cudaFree(dst[static_cast<size_t>(i)]));
+  }
+}
+
 }  // namespace
 
 BENCHMARK(memcpy_ceiling)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -175,7 +200,7 @@ BENCHMARK(reference_fanout<4, 2, true>)->UseManualTime()->Unit(benchmark::kMicro
 BENCHMARK(reference_fanout<4, 8, true>)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(reference_fanout<8, 4, true>)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(batch_fanout)
-    ->ArgsProduct({{1, 2, 4, 8}, {1, 128}})
+    ->ArgsProduct({{1, 2, 4, 8}, {1, 128, 16384}})
     ->ArgNames({"fan", "boxes"})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
@@ -184,5 +209,7 @@ BENCHMARK(batch_strided)
     ->ArgNames({"fan", "cols"})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
+
+BENCHMARK(batch_small_tensors)->Arg(64)->Arg(4096)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

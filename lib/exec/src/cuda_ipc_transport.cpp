@@ -15,10 +15,10 @@
 //   pull (RESHARD_CUDA_IPC_MODE=pull): the sender (a broadcast's root) describes its sources; each
 //         receiver copies from them into its own tensors (measured against push: docs/gpu.md).
 // The copies of every op started in one progress pass on one stream go out as ONE batched kernel
-// launch (cuda_batch_copy.h), followed by one event for all those ops; an op that alone queues at
-// least RESHARD_CUDA_IPC_LAUNCH_BYTES (default 256 MiB: a misc bucket) is launched as soon as it is
-// queued, so the GPU copies while the host still matches the pass's other descriptions. Per batch and
-// stream:
+// launch (cuda_batch_copy.h), followed by one event for all those ops; the first op of a pass that
+// alone queues at least RESHARD_CUDA_IPC_LAUNCH_BYTES (default 256 MiB: a misc bucket) is launched as
+// soon as it is queued, so the GPU copies while the host still matches the pass's other descriptions.
+// Per batch and stream:
 //   flush: a describer synchronizes the stream (pull: the packs of the non-box path are done, so the
 //          sources are there; push: earlier work on the destinations, e.g. unpacking staging, is
 //          done), then sends ONE message per peer holding the descriptions of all its ops to that peer
@@ -160,12 +160,13 @@ int compare_fanout(const PushCopy& a, const PushCopy& b) {
   return 0;
 }
 
-// RESHARD_CUDA_IPC_LAUNCH_BYTES: an op that alone queues this many bytes (a misc bucket) is launched
-// at once with what was queued before it, rather than at the end of the progress pass, so the GPU
-// starts while the host still matches the pass's other descriptions (a byte count, digits only; 0:
-// only at the end of a pass). Per op, not per byte count: on GPUs time-sliced between processes
-// every extra kernel of a pass is a chance to lose the GPU for a time slice, and cutting a pass of
-// many small bulk ops into 256 MiB launches measured 1.5x slower bulk (docs/gpu.md).
+// RESHARD_CUDA_IPC_LAUNCH_BYTES: the first op of a progress pass that alone queues this many bytes (a
+// misc bucket) is launched at once with what was queued before it; the rest of the pass goes in one
+// launch at its end. So the GPU starts while the host still matches the pass's other descriptions,
+// and a pass makes at most two launches: on a GPU time-sliced between processes every kernel boundary
+// is a chance to lose the GPU to another process for a time slice (cutting a pass of many bulk ops
+// into a launch per 256 MiB measured 1.5x slower bulk: results/gpu/extra/trace_launch/). A byte count,
+// digits only; 0: one launch per pass.
 int64_t launch_chunk_bytes() {
   const char* v = std::getenv("RESHARD_CUDA_IPC_LAUNCH_BYTES");
   if (v == nullptr) return kDefaultLaunchChunkBytes;
@@ -649,6 +650,9 @@ class CudaIpcTransport final : public Transport {
       std::map<int, int64_t> acks;   // by peer: ops finished in this pass
       std::vector<CopyOp*> started;  // copies queued in this pass; launched after the loop
       batch_.clear();                // empty unless an earlier pass threw while queueing
+      bool launched_early = false;    // at most one launch before the pass's last (see launch_chunk_bytes)
+      cudaEvent_t queried = nullptr;  // the last event queried in this pass, and what it said
+      cudaError_t queried_state = cudaSuccess;
       for (CopyOp& op : s.ops) {
         if (op.state == CopyOp::Waiting) {
           if (!take_descriptions(op, stream, descs)) continue;
@@ -663,17 +667,23 @@ class CudaIpcTransport final : public Transport {
             for (int p : op.peers) ++acks[p];
           } else {
             started.push_back(&op);
-            if (launch_chunk_ > 0 && batch_.pending_bytes() - queued_before >= launch_chunk_) {
+            if (!launched_early && launch_chunk_ > 0 && batch_.pending_bytes() - queued_before >= launch_chunk_) {
               launch_pass(s, stream, started);
               started.clear();
+              launched_early = true;
             }
           }
           continue;
         }
         if (op.state == CopyOp::Copying) {
-          const cudaError_t e = cudaEventQuery(op.event);
-          if (e == cudaErrorNotReady) continue;
-          RESHARD_CUDA_CHECK(e);
+          // The ops of one launch share its event and sit next to each other: one query for all of
+          // them (a pass of 4096 small ops would otherwise spend milliseconds in the driver).
+          if (op.event != queried || queried == nullptr) {
+            queried = op.event;
+            queried_state = cudaEventQuery(op.event);
+          }
+          if (queried_state == cudaErrorNotReady) continue;
+          RESHARD_CUDA_CHECK(queried_state);
           op.state = CopyOp::Done;
           for (int p : op.peers) ++acks[p];
           moved = true;
