@@ -21,7 +21,7 @@ struct SimulateArgs {
   std::string plan, system = "h100-nvl8-ib400";
   std::string gpus_per_node, nvlink_gbps, nic_gbps, latency_us, nvlink_latency_us, nic_latency_us, launch_us,
       per_op_us, streams, batch_ops, batch_bytes, staging_bytes, copy_gbps, shared_copy_gbps, wire_copies,
-      per_copy_us, per_launch_us, switch_us, algo, ipc_mode = "push";
+      per_copy_us, per_launch_us, switch_us, slice_us, algo, ipc_mode = "push";
   bool json = false;
 };
 
@@ -76,6 +76,7 @@ int run_simulate(const SimulateArgs& a) {
   real(a.per_copy_us, "--per-copy-us", m.per_copy_us);
   real(a.per_launch_us, "--per-launch-us", m.per_launch_us);
   real(a.switch_us, "--switch-us", m.switch_us);
+  real(a.slice_us, "--slice-us", m.slice_us);
   if (a.algo == "golden") m.algo = SimAlgo::Golden;
   else if (!a.algo.empty() && a.algo != "reshard")
     problems.add("--algo: expected reshard or golden, got '" + a.algo + "'");
@@ -139,6 +140,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--switch-us", args->switch_us,
                   "Context switch per transport pass where ranks time-slice one GPU (with serial issue; "
                   "scripts/gpu_timeslice.sh measures it), us");
+  cmd->add_option("--slice-us", args->slice_us,
+                  "GPU time slice per context: a rank's transport passes of one batch share its slices, one "
+                  "switch per slice their copies take (scripts/gpu_timeslice.sh measures it; 0: a switch per "
+                  "pass), us");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->callback([&action, args] { action = [args] { return run_simulate(*args); }; });
 }

@@ -48,6 +48,7 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
   non_negative(m.per_copy_us, "--per-copy-us");
   non_negative(m.per_launch_us, "--per-launch-us");
   non_negative(m.switch_us, "--switch-us");
+  non_negative(m.slice_us, "--slice-us");
   if (m.staging_bytes < 1) problems.add("--staging-bytes must be positive, got " + std::to_string(m.staging_bytes));
   if (m.streams < 1) problems.add("--streams must be at least 1, got " + std::to_string(m.streams));
   if (m.batch_ops < 1) problems.add("--batch-ops must be at least 1, got " + std::to_string(m.batch_ops));
@@ -81,6 +82,7 @@ struct OpCost {
                            // push: the receiver, or -2 - group for a broadcast root (the copies of one
                            // batch, stream and peer share one launch)
   bool pulls = false;      // the transport copies for this op on this rank (wire copy, box pull or push)
+  int64_t pass_bytes = 0;  // of copy_bytes, the transport's copies (made in passes)
   int64_t staged = 0;      // staging the op takes (non-direct ops of staging transports)
 };
 
@@ -93,7 +95,7 @@ struct Pieces {
 
 struct RankState {
   // Current batch.
-  int64_t ops = 0, bytes = 0, copy_bytes = 0, copies = 0, launches = 0, staged = 0;
+  int64_t ops = 0, bytes = 0, copy_bytes = 0, copies = 0, launches = 0, staged = 0, pass_bytes = 0;
   std::vector<std::pair<int, int>> pulls;  // (stream, peer) of the transport's copies: a launch each
   Bytes4 res{};
   double latency = 0;
@@ -104,6 +106,7 @@ struct RankState {
   double seconds = 0, fixed_seconds = 0;  // fixed: launch and latency of its batches
   int64_t batches = 0, total_ops = 0, total_copies = 0, total_launches = 0, total_copy_bytes = 0;
   int64_t total_passes = 0;  // the transport's batched launches (per batch, stream and peer)
+  int64_t total_slices = 0;  // time slices its batches' passes need (SystemModel::slice_us)
   Bytes4 total_res{};
 };
 
@@ -204,6 +207,7 @@ class Walker {
     if (boxed) {  // the receiver copies each piece straight; senders and discarding members copy nothing
       if (copier && pieces.count > 0) {
         op.copy_bytes += pieces.bytes;
+        op.pass_bytes += pieces.bytes;
         op.copies += pieces.count;
         op.pulls = true;
       }
@@ -220,7 +224,9 @@ class Walker {
       return;
     }
     if (copier) {
-      op.copy_bytes += static_cast<int64_t>(m_.wire_copies * static_cast<double>(b));
+      const int64_t wire = static_cast<int64_t>(m_.wire_copies * static_cast<double>(b));
+      op.copy_bytes += wire;
+      op.pass_bytes += wire;
       op.copies += 1;
       op.pulls = true;
     }
@@ -247,7 +253,9 @@ class Walker {
     for (const auto& [what, k] : fans) {
       const int64_t reads = (k + kMaxFan - 1) / kMaxFan;
       const double fanned = static_cast<double>(what.second) * static_cast<double>(reads + k) / 2;
-      op.copy_bytes += static_cast<int64_t>(per_byte * fanned);
+      const int64_t copied = static_cast<int64_t>(per_byte * fanned);
+      op.copy_bytes += copied;
+      op.pass_bytes += copied;
       op.copies += what.first * reads;
     }
     if (fans.empty()) return;
@@ -427,6 +435,7 @@ class Walker {
     ++s.ops;
     s.bytes += op.bytes;
     s.copy_bytes += op.copy_bytes;
+    s.pass_bytes += op.pass_bytes;
     s.copies += op.copies;
     s.launches += op.launches;
     const std::pair<int, int> from{op.stream, op.peer};
@@ -461,14 +470,24 @@ class Walker {
     s.total_copies += s.copies;
     s.total_launches += launches;
     s.total_passes += static_cast<int64_t>(s.pulls.size());
+    if (!s.pulls.empty()) s.total_slices += slices(s.pass_bytes);
     s.total_copy_bytes += s.copy_bytes;
-    s.ops = s.bytes = s.copy_bytes = s.copies = s.launches = s.staged = 0;
+    s.ops = s.bytes = s.copy_bytes = s.copies = s.launches = s.staged = s.pass_bytes = 0;
     s.pulls.clear();
     s.res = {};
     s.latency = 0;
     s.streams_used = 0;
     s.stream_count = 0;
     s.received.clear();
+  }
+
+  // The time slices a batch's passes take (SystemModel::slice_us): they queue in the rank's context
+  // and run once it is switched in, preempted at each slice's end while other contexts wait, so
+  // ceil(their copy time alone / slice), at least one.
+  int64_t slices(int64_t pass_bytes) const {
+    if (m_.slice_us <= 0 || m_.copy_gbps <= 0) return 1;
+    const double work = static_cast<double>(pass_bytes) / (m_.copy_gbps * 1e9);
+    return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(work / (m_.slice_us * 1e-6))));
   }
 
   const Plan& plan_;
@@ -485,8 +504,9 @@ class Walker {
   std::vector<std::map<uint32_t, std::vector<std::pair<Box, Dims>>>> dst_;  // rank -> param -> (member box, storage shape)
 };
 
-// The context switches a rank waits for (SystemModel::switch_us): one per transport pass, where its
-// GPU is time-sliced (serial_issue) and at least two ranks of its domain launch copies.
+// The context switches a rank waits for (SystemModel::switch_us), where its GPU is time-sliced
+// (serial_issue) and at least two ranks of its domain launch copies: one per transport pass, or with
+// slice_us one per time slice its batches' passes take (the passes of a batch share slices).
 std::vector<int64_t> context_switches(const Walker& w, const SystemModel& m) {
   const std::vector<RankState>& ranks = w.ranks();
   std::vector<int64_t> out(ranks.size(), 0);
@@ -495,7 +515,8 @@ std::vector<int64_t> context_switches(const Walker& w, const SystemModel& m) {
   for (size_t r = 0; r < ranks.size(); ++r)
     if (ranks[r].total_launches > 0) ++launching[w.node(static_cast<int>(r))];
   for (size_t r = 0; r < ranks.size(); ++r)
-    if (launching[w.node(static_cast<int>(r))] >= 2) out[r] = ranks[r].total_passes;
+    if (launching[w.node(static_cast<int>(r))] >= 2)
+      out[r] = m.slice_us > 0 ? ranks[r].total_slices : ranks[r].total_passes;
   return out;
 }
 

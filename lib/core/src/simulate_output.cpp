@@ -55,6 +55,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"ipc_mode", m.ipc_push ? "push" : "pull"},
         {"serial_issue", m.serial_issue},
         {"switch_us", m.switch_us},
+        {"slice_us", m.slice_us},
         {"linear_broadcast_max", m.linear_broadcast_max},
         {"streams", m.streams},
         {"batch_ops", m.batch_ops},
@@ -102,7 +103,11 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
          m.copy_gbps, m.shared_copy_gbps, m.wire_copies, m.per_copy_us, m.per_launch_us,
          m.box_ops ? (m.ipc_push ? ", box ops, cuda-ipc push" : ", box ops, cuda-ipc pull") : "",
          m.serial_issue ? ", serial issue" : "", to_string(m.algo));
-  if (m.serial_issue && m.switch_us > 0)
+  if (m.serial_issue && m.switch_us > 0 && m.slice_us > 0)
+    line("#  context switch %.2f us per %.1f us time slice a rank's transport passes of a batch take, where two "
+         "or more ranks of a domain launch copies\n",
+         m.switch_us, m.slice_us);
+  else if (m.serial_issue && m.switch_us > 0)
     line("#  context switch %.2f us per transport pass where two or more ranks of a domain launch copies\n",
          m.switch_us);
   line("#\n#%-27s %12s %13s %9s %10s %8s %8s\n", " phase", "time_ms", "slowest_rank", "batches", "ops",

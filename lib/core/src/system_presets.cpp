@@ -47,9 +47,11 @@ SystemModel cpu_mpi_local() {
 // unpacks, a launch each), less the handshake and the copy time: per op 0.724 us, per launch 3.94 us.
 // Per copy 0: on config 3 every receive is one copy, so a batched copy's host work cannot be told from
 // the op's and is in per_op_us; in the kernel a copy costs its bytes. docs/performance.md has the
-// arithmetic. Context switch per transport pass (switch_us): measured on its own, not fitted, by
-// scripts/gpu_timeslice.sh (P processes' synchronous small copies on the GPU, MPS off): its
-// `derived.off.switch_us_for_preset` = 136.2 us (results/gpu/timeslice/, median over 4, 6, 8 processes).
+// arithmetic. Context switch (switch_us) and time slice (slice_us): measured on their own, not fitted,
+// by scripts/gpu_timeslice.sh (MPS off; results/gpu/timeslice/, one run): switch_us from P processes'
+// synchronous small copies, `derived.off.switch_us_for_preset` = 137.72 us (median over 4, 6, 8
+// processes; the first run, in git at 6b05936, read 136.2); slice_us from P spinning kernels' running
+// intervals, `derived.off.timeslice_us` = 2090.7 us (median over 2, 4, 8 processes).
 SystemModel h200_shared_1gpu() {
   SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, 1911, 1911, 500, 500, 0, 0.724);
   m.copy_gbps = 1911;
@@ -58,7 +60,8 @@ SystemModel h200_shared_1gpu() {
   m.per_copy_us = 0;
   m.per_launch_us = 3.94;
   m.serial_issue = true;
-  m.switch_us = 136.2;  // results/gpu/timeslice/gpu_timeslice.json: derived.off.switch_us_for_preset
+  m.switch_us = 137.7;  // results/gpu/timeslice/gpu_timeslice.json: derived.off.switch_us_for_preset
+  m.slice_us = 2090.7;  // results/gpu/timeslice/gpu_timeslice.json: derived.off.timeslice_us
   m.box_ops = true;
   m.linear_broadcast_max = int64_t{1} << 30;
   return m;
@@ -77,6 +80,7 @@ SystemModel h200_shared_1gpu_mps() {
   // after this preset was first made) costs 3.4 us per message vs 3.1 without MPS.
   m.serial_issue = true;
   m.switch_us = 0;  // one MPS server context: no switch between the ranks' contexts
+  m.slice_us = 0;   // nor time slices between them
   return m;
 }
 

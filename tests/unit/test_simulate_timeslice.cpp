@@ -1,0 +1,140 @@
+// The time-slice term of `reshard simulate` (SystemModel::slice_us, simulate.h "Shared memory system"):
+// on a GPU time-sliced between processes, a rank's transport passes of one batch queue in its context
+// and share its time slices; copies longer than a slice are preempted and switched in again.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "reshard/core/planner.h"
+#include "reshard/core/simulate.h"
+#include "reshard/core/system_presets.h"
+#include "test_support.h"
+
+namespace reshard {
+namespace {
+
+// Time-sliced (serial_issue) with every cost zero but the switch, every rate `gbps` GB/s.
+SystemModel one_gpu(double switch_us, double slice_us, double gbps = 1e9) {
+  SystemModel m = test::one_shared_gpu("slice-test", gbps);
+  m.serial_issue = true;
+  m.switch_us = switch_us;
+  m.slice_us = slice_us;
+  return m;
+}
+
+// small_mlp(n) (16 x 32 BF16 weights, 1 KiB) from TP2 over 2 train ranks to 2 gen ranks that each hold
+// every weight whole: each gen rank receives from both train ranks (two peers, two passes per batch).
+Plan two_peer_plan(int n) {
+  return plan_reshard(test::small_mlp(n, "sim-slice"), test::system_of(2, 1, 2, 1, 2, 1), PlanOptions{});
+}
+
+// 1 train -> 2 gen (TP2): each gen rank receives 8 halves of 512 B from rank 0, 4 KiB, one pass.
+Plan one_peer_plan() { return test::small_mlp_plan(8, "sim-slice", 1, 2, 2); }
+
+TEST(SimulateSlice, PassesOfOneBatchShareASlice) {
+  // Pull: each gen rank copies from two peers in its one batch: a switch per pass without a slice,
+  // one per batch with a slice longer than the copies.
+  const Plan p = two_peer_plan(8);
+  const SimPhase per_pass = simulate(p, one_gpu(30, 0)).phases.front();
+  const SimPhase sliced = simulate(p, one_gpu(30, 1e6)).phases.front();
+  EXPECT_EQ(per_pass.switches, 4);
+  EXPECT_EQ(sliced.switches, 2);
+  EXPECT_NEAR(per_pass.seconds - sliced.seconds, 2 * 30e-6, 1e-9);
+  // Push: the two train ranks copy, each to two receivers (two passes) in one batch.
+  SystemModel push = one_gpu(30, 0);
+  push.ipc_push = true;
+  EXPECT_EQ(simulate(p, push).phases.front().switches, 4);
+  push.slice_us = 1e6;
+  EXPECT_EQ(simulate(p, push).phases.front().switches, 2);
+}
+
+TEST(SimulateSlice, CopiesLongerThanASliceAreSwitchedInOncePerSlice) {
+  // Copies at 1 GB/s: each gen rank's pass copies 4096 B, 4.096 us of GPU time alone.
+  const Plan p = one_peer_plan();
+  const double us = 4.096;
+  for (const auto& [slice, per_rank] : {std::pair{1.5, 3}, {3.0, 2}, {4.0, 2}, {5.0, 1}, {1e6, 1}}) {
+    const SimPhase with = simulate(p, one_gpu(30, slice, 1)).phases.front();
+    const SimPhase without = simulate(p, one_gpu(0, slice, 1)).phases.front();
+    EXPECT_EQ(with.switches, 2 * per_rank) << "slice " << slice << " us, copies " << us << " us";
+    EXPECT_NEAR(with.seconds - without.seconds, 2 * per_rank * 30e-6, 1e-9) << "slice " << slice;
+  }
+  // Without a slice: one switch per pass, however long.
+  EXPECT_EQ(simulate(p, one_gpu(30, 0, 1)).phases.front().switches, 2);
+}
+
+TEST(SimulateSlice, BatchesAreSeparateRuns) {
+  // Batches of 2 ops (one weight's two halves, from the two peers): the ranks wait for each other
+  // between batches, so each batch is switched in again.
+  const Plan p = two_peer_plan(8);
+  SystemModel m = one_gpu(30, 0);
+  m.batch_ops = 2;
+  const SimPhase per_pass = simulate(p, m).phases.front();
+  m.slice_us = 1e6;
+  const SimPhase sliced = simulate(p, m).phases.front();
+  EXPECT_EQ(sliced.batches, 8);
+  EXPECT_EQ(per_pass.switches, 2 * 8 * 2);
+  EXPECT_EQ(sliced.switches, 2 * 8);
+}
+
+TEST(SimulateSlice, NeverMoreSwitchesThanPassesWhileBatchesFitASlice) {
+  // On every preset and both algorithms: with a slice longer than any batch's copies the switches can
+  // only merge, and the lower bound still holds; without serial issue or switch cost nothing changes.
+  const Plan p = test::small_mlp_plan(16, "sim-slice", 2, 2, 2);
+  for (const SystemModel& preset : system_presets())
+    for (SimAlgo algo : {SimAlgo::Reshard, SimAlgo::Golden})
+      for (bool push : {false, true}) {
+        SystemModel base = preset;
+        base.algo = algo;
+        base.ipc_push = push;
+        base.switch_us = 25;
+        base.slice_us = 0;
+        SystemModel sliced = base;
+        sliced.slice_us = 1e6;
+        const SimResult r0 = simulate(p, base), r1 = simulate(p, sliced);
+        const std::string what = preset.name + (push ? " push " : " pull ") + to_string(algo);
+        ASSERT_EQ(r0.phases.size(), r1.phases.size()) << what;
+        for (size_t i = 0; i < r0.phases.size(); ++i) {
+          EXPECT_LE(r1.phases[i].switches, r0.phases[i].switches) << what << " " << r0.phases[i].name;
+          EXPECT_LE(r1.phases[i].seconds, r0.phases[i].seconds + 1e-12) << what << " " << r0.phases[i].name;
+        }
+        EXPECT_LE(r1.lower_bound_seconds, r1.total_seconds) << what;
+        if (!preset.serial_issue) {
+          EXPECT_EQ(r0.total_seconds, r1.total_seconds) << what;
+        }
+      }
+}
+
+TEST(SimulateSlice, PresetsValidationAndOutput) {
+  // MPS: one server context, nothing time-sliced.
+  EXPECT_EQ(find_system_preset("h200-shared-1gpu-mps").slice_us, 0);
+  EXPECT_GE(find_system_preset("h200-shared-1gpu").slice_us, 0);
+  SystemModel bad = one_gpu(30, -1);
+  Problems problems;
+  validate_system_model(bad, problems);
+  ASSERT_EQ(problems.list().size(), 1u);
+  EXPECT_NE(problems.list().front().find("--slice-us"), std::string::npos);
+
+  const Plan p = two_peer_plan(8);
+  const SimResult r = simulate(p, one_gpu(30, 250));
+  EXPECT_EQ(simulation_json(p, r)["system"]["slice_us"].get<double>(), 250);
+  EXPECT_NE(format_simulation(p, r).find("250.0 us time slice"), std::string::npos);
+  EXPECT_EQ(format_simulation(p, simulate(p, one_gpu(30, 0))).find("time slice"), std::string::npos);
+}
+
+TEST(SimulateSlice, PresetIsTheCommittedMeasurement) {
+  // h200-shared-1gpu's switch_us and slice_us are the committed scripts/gpu_timeslice.sh run's derived
+  // values (MPS off), rounded to 0.1 us: a new run must move the preset with it.
+  const std::string path = std::string(RESHARD_SOURCE_DIR) + "/results/gpu/timeslice/gpu_timeslice.json";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot open " << path;
+  const nlohmann::json off = nlohmann::json::parse(in).at("derived").at("off");
+  const SystemModel m = find_system_preset("h200-shared-1gpu");
+  EXPECT_GT(m.slice_us, 0);
+  EXPECT_NEAR(m.slice_us, off.at("timeslice_us").get<double>(), 0.05);
+  EXPECT_NEAR(m.switch_us, off.at("switch_us_for_preset").get<double>(), 0.05);
+}
+
+}  // namespace
+}  // namespace reshard
