@@ -15,10 +15,8 @@
 //   pull (RESHARD_CUDA_IPC_MODE=pull): the sender (a broadcast's root) describes its sources; each
 //         receiver copies from them into its own tensors (measured against push: docs/gpu.md).
 // The copies of every op started in one progress pass on one stream go out as ONE batched kernel
-// launch (cuda_batch_copy.h), followed by one event for all those ops; the first op of a pass that
-// alone queues at least RESHARD_CUDA_IPC_LAUNCH_BYTES (default 256 MiB: a misc bucket) is launched as
-// soon as it is queued, so the GPU copies while the host still matches the pass's other descriptions.
-// Per batch and stream:
+// launch (cuda_batch_copy.h), followed by one event for all those ops (RESHARD_CUDA_IPC_LAUNCH_BYTES
+// may launch one big op early; off by default). Per batch and stream:
 //   flush: a describer synchronizes the stream (pull: the packs of the non-box path are done, so the
 //          sources are there; push: earlier work on the destinations, e.g. unpacking staging, is
 //          done), then sends ONE message per peer holding the descriptions of all its ops to that peer
@@ -69,7 +67,7 @@ namespace reshard {
 namespace {
 
 constexpr int kAckTag = 1 << 12;  // + stream; descriptions use tag = stream (streams <= 64)
-constexpr int64_t kDefaultLaunchChunkBytes = int64_t{256} << 20;
+constexpr int64_t kDefaultLaunchChunkBytes = 0;  // one launch per pass (measured: docs/gpu.md)
 
 // The copying side of one op: this rank's pieces (pull: its destinations; push: its sources) and
 // the peers whose descriptions it waits for (pull: the sender; push: the receivers).
@@ -160,13 +158,14 @@ int compare_fanout(const PushCopy& a, const PushCopy& b) {
   return 0;
 }
 
-// RESHARD_CUDA_IPC_LAUNCH_BYTES: the first op of a progress pass that alone queues this many bytes (a
-// misc bucket) is launched at once with what was queued before it; the rest of the pass goes in one
-// launch at its end. So the GPU starts while the host still matches the pass's other descriptions,
-// and a pass makes at most two launches: on a GPU time-sliced between processes every kernel boundary
-// is a chance to lose the GPU to another process for a time slice (cutting a pass of many bulk ops
-// into a launch per 256 MiB measured 1.5x slower bulk: results/gpu/extra/trace_launch/). A byte count,
-// digits only; 0: one launch per pass.
+// RESHARD_CUDA_IPC_LAUNCH_BYTES (a byte count, digits only; default 0: one launch per pass): the first
+// op of a progress pass that alone queues this many bytes (e.g. 268435456: a misc bucket) is launched
+// at once with what was queued before it, the rest of the pass in one launch at its end, so the GPU
+// starts while the host still matches the pass's other descriptions. Off by default: on a GPU
+// time-sliced between processes every kernel boundary is a chance to lose the GPU to another process
+// for a time slice; measured on the H200, it sped push misc up but slowed pull misc (several copying
+// processes), and cutting a pass of many bulk ops into a launch per 256 MiB made bulk 1.5x slower
+// (docs/gpu.md, results/gpu/extra/trace_launch/).
 int64_t launch_chunk_bytes() {
   const char* v = std::getenv("RESHARD_CUDA_IPC_LAUNCH_BYTES");
   if (v == nullptr) return kDefaultLaunchChunkBytes;
