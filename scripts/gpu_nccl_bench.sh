@@ -7,12 +7,14 @@
 #     golden; the ceiling in the same run is NCCL send/recv of the same bytes between the two GPUs
 #     (reshard/exec/ceiling.h), so efficiency = that time / the reshard time.
 # With N >= 4 GPUs (GPUS, default: all visible) it also runs Qwen3-4B DP(N/2) -> TP(N/2).
-# Env: BUILD (default build-gpu), ITERS (default 5), GIT_REV, SKIP_BUILD=1.
+# Env: BUILD (default build-gpu), ITERS (default 5), GIT_REV, SKIP_BUILD=1, SKIP_CTEST=1, RUN_FLAGS (extra
+# `reshard run` flags for every run, e.g. "--batch-bytes 4Gi --staging-bytes 1Gi --batch-ops 4096").
 set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:?set OUT to the results folder}
 BUILD=${BUILD:-build-gpu}
 ITERS=${ITERS:-5}
+read -r -a RUN_FLAGS <<<"${RUN_FLAGS:-}"
 GPUS=${GPUS:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 LOG=$OUT/gpu_nccl.log
 WORK=$(mktemp -d)
@@ -29,9 +31,11 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   run cmake -S "$ROOT" -B "$ROOT/$BUILD" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
   run cmake --build "$ROOT/$BUILD" -j"$(nproc)" --target reshard reshard_gpu_tests
 fi
-(cd "$ROOT/$BUILD" && ctest -L gpu -R nccl --output-on-failure --timeout 300) >"$WORK/ctest.log" 2>&1
-cat "$WORK/ctest.log" >>"$LOG"
-grep -E "tests passed|tests failed|\(Failed\)|Skipped" "$WORK/ctest.log"
+if [ "${SKIP_CTEST:-0}" != 1 ]; then
+  (cd "$ROOT/$BUILD" && ctest -L gpu -R nccl --output-on-failure --timeout 300) >"$WORK/ctest.log" 2>&1
+  cat "$WORK/ctest.log" >>"$LOG"
+  grep -E "tests passed|tests failed|\(Failed\)|Skipped" "$WORK/ctest.log"
+fi
 
 : >"$WORK/index.tsv"
 bench() {  # config, ranks, plan args...
@@ -41,7 +45,8 @@ bench() {  # config, ranks, plan args...
   for algo in reshard golden; do
     local json=$WORK/run_$(echo "$config" | tr -c 'a-z0-9' '_')_$algo.json
     local cmd=(mpirun --allow-run-as-root --bind-to none -np "$ranks" "$RESHARD" run --plan "$plan"
-               --transport nccl --algo "$algo" --check --iters "$ITERS" --warmup 1 --json "$json" --force)
+               --transport nccl --algo "$algo" --check --iters "$ITERS" --warmup 1 --json "$json" --force
+               ${RUN_FLAGS[@]+"${RUN_FLAGS[@]}"})
     run "${cmd[@]}"
     printf '%s\t%s\t%s\n' "$config" "$json" "${cmd[*]}" >>"$WORK/index.tsv"
   done
