@@ -129,15 +129,15 @@ std::string env(const char* name) {
   return v == nullptr ? std::string() : std::string(v);
 }
 
-// RESHARD_CUDA_IPC_MEMCPY_MIN: a byte count (digits only); the default when unset.
-int64_t memcpy_min_bytes() {
-  const char* v = std::getenv("RESHARD_CUDA_IPC_MEMCPY_MIN");
-  if (v == nullptr) return CudaBatchCopy::kDefaultMemcpyMinBytes;
+// A byte-count knob (digits only); `fallback` when unset.
+int64_t env_bytes(const char* name, int64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
   const std::string s(v);
   errno = 0;
   const long long n = std::strtoll(s.c_str(), nullptr, 10);
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || errno != 0)
-    throw config_error("RESHARD_CUDA_IPC_MEMCPY_MIN='" + s + "': expected a byte count (digits only)");
+    throw config_error(std::string(name) + "='" + s + "': expected a byte count (digits only)");
   return n;
 }
 
@@ -158,32 +158,21 @@ int compare_fanout(const PushCopy& a, const PushCopy& b) {
   return 0;
 }
 
-// RESHARD_CUDA_IPC_LAUNCH_BYTES (a byte count, digits only; default 0: one launch per pass): the first
-// op of a progress pass that alone queues this many bytes (e.g. 268435456: a misc bucket) is launched
-// at once with what was queued before it, the rest of the pass in one launch at its end, so the GPU
-// starts while the host still matches the pass's other descriptions. Off by default: on a GPU
-// time-sliced between processes every kernel boundary is a chance to lose the GPU to another process
-// for a time slice; measured on the H200, it sped push misc up but slowed pull misc (several copying
-// processes), and cutting a pass of many bulk ops into a launch per 256 MiB made bulk 1.5x slower
-// (docs/gpu.md, results/gpu/extra/trace_launch/).
-int64_t launch_chunk_bytes() {
-  const char* v = std::getenv("RESHARD_CUDA_IPC_LAUNCH_BYTES");
-  if (v == nullptr) return kDefaultLaunchChunkBytes;
-  const std::string s(v);
-  errno = 0;
-  const long long n = std::strtoll(s.c_str(), nullptr, 10);
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || errno != 0)
-    throw config_error("RESHARD_CUDA_IPC_LAUNCH_BYTES='" + s + "': expected a byte count (digits only)");
-  return n;
-}
-
+// RESHARD_CUDA_IPC_LAUNCH_BYTES (a byte count; default 0: one launch per pass): the first op of a
+// progress pass that alone queues this many bytes (e.g. 268435456: a misc bucket) is launched at once
+// with what was queued before it, the rest of the pass in one launch at its end, so the GPU starts
+// while the host still matches the pass's other descriptions. Off by default: on a GPU time-sliced
+// between processes every kernel boundary is a chance to lose the GPU to another process for a time
+// slice; on the H200 it measured within 3 % of one launch per pass in push (mostly slower) and slowed
+// pull's misc 1.1x (several copying processes), and cutting a pass of many bulk ops into a launch per
+// 256 MiB made bulk 1.5x slower (docs/gpu.md, results/gpu/extra/trace_launch/).
 class CudaIpcTransport final : public Transport {
  public:
   CudaIpcTransport(Control& control, const TransportOptions& options)
       : options_(options),
         batch_enabled_(env("RESHARD_CUDA_IPC_BATCH") != "0"),
-        batch_(memcpy_min_bytes()),
-        launch_chunk_(launch_chunk_bytes()),
+        batch_(env_bytes("RESHARD_CUDA_IPC_MEMCPY_MIN", CudaBatchCopy::kDefaultMemcpyMinBytes)),
+        launch_chunk_(env_bytes("RESHARD_CUDA_IPC_LAUNCH_BYTES", kDefaultLaunchChunkBytes)),
         out_(std::make_unique<std::deque<Outgoing>>()),
         trace_path_(env("RESHARD_CUDA_IPC_TRACE")) {
     MPI_Comm parent = *static_cast<MPI_Comm*>(control.native_comm());
@@ -649,7 +638,7 @@ class CudaIpcTransport final : public Transport {
       std::map<int, int64_t> acks;   // by peer: ops finished in this pass
       std::vector<CopyOp*> started;  // copies queued in this pass; launched after the loop
       batch_.clear();                // empty unless an earlier pass threw while queueing
-      bool launched_early = false;    // at most one launch before the pass's last (see launch_chunk_bytes)
+      bool launched_early = false;    // at most one launch before the pass's last (RESHARD_CUDA_IPC_LAUNCH_BYTES)
       cudaEvent_t queried = nullptr;  // the last event queried in this pass, and what it said
       cudaError_t queried_state = cudaSuccess;
       for (CopyOp& op : s.ops) {
