@@ -31,11 +31,13 @@ def gib(b):
 
 
 def transport(rec):
-    """The transport, with cuda-ipc's mode (its version string ends in ", push" or ", pull"; records
-    from before push existed are pull)."""
+    """The transport, with cuda-ipc's mode: the record's transport_mode; records before that field
+    (7564804) end versions.transport in ", push" or ", pull"; records from before push existed are pull."""
     name = rec.get("arguments", {}).get("transport")
     if name != "cuda-ipc":
         return name
+    if rec.get("transport_mode"):
+        return "cuda-ipc %s" % rec["transport_mode"]
     version = rec.get("versions", {}).get("transport", "")
     return "cuda-ipc %s" % (version.rsplit(", ", 1)[-1] if version.endswith(("push", "pull")) else "pull")
 

@@ -221,9 +221,9 @@ class CudaIpcTransport final : public Transport {
 
   std::string name() const override { return "cuda-ipc"; }
   std::string version() const override {
-    return "CUDA runtime " + cuda_version(ctx_->runtime_version) + ", driver " + cuda_version(ctx_->driver_version) +
-           (push_ ? ", push" : ", pull");
+    return "CUDA runtime " + cuda_version(ctx_->runtime_version) + ", driver " + cuda_version(ctx_->driver_version);
   }
+  std::string mode() const override { return push_ ? "push" : "pull"; }
   MemoryKind memory_kind() const override { return MemoryKind::Device; }
   int64_t max_message_bytes() const override { return int64_t{1} << 40; }
   std::shared_ptr<CudaContext> cuda_context() const override { return ctx_; }

@@ -214,6 +214,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
          {"first_bad_param", r.first_bad_param.empty() ? json(nullptr) : json(r.first_bad_param)},
          {"first_bad_rank", r.first_bad_rank}};
   if (!r.device.empty()) j["versions"]["device"] = r.device;
+  if (!r.transport_mode.empty()) j["transport_mode"] = r.transport_mode;
   if (r.rows.back().has_ceiling()) {
     j["ceiling_gbps"] = r.rows.back().ceiling_gbps();
     j["ceiling_kind"] = r.ceiling_kind;

@@ -227,6 +227,7 @@ int run_main(const RunArgs& a) {
       if (keep) times[phases].push_back(t);
     }
     RunReport rep = make_report(ctl, s.plan, ex, algo, times, a.check);
+    rep.transport_mode = s.transport->mode();
     rep.peak_bytes = ctl.gather(s.memory->peak_bytes());  // before the ceiling's scratch blocks
     if (s.memory->kind() == MemoryKind::Device) {
       const CeilingKind kind = ceiling_kind_for(*s.transport);
@@ -235,7 +236,8 @@ int run_main(const RunArgs& a) {
       rep.device = s.transport->device();
     }
     if (ctl.rank() == 0) {
-      std::fputs(format_report(rep, a, s.transport->name() + " (" + s.transport->version() + ", " +
+      const std::string mode = rep.transport_mode.empty() ? "" : " " + rep.transport_mode;
+      std::fputs(format_report(rep, a, s.transport->name() + mode + " (" + s.transport->version() + ", " +
                                          ctl.mpi_library_version() + ")").c_str(),
                  stdout);
       std::fflush(stdout);

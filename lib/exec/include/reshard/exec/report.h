@@ -50,6 +50,7 @@ struct RunReport {
   int first_bad_rank = -1;
   std::vector<int64_t> peak_bytes;  // per rank (rank 0 only)
   std::string device;               // GPU transports: rank 0's device, in words
+  std::string transport_mode;       // Transport::mode() ("" where the transport has none)
   std::string ceiling_kind;         // GPU transports: "copy" or "sendrecv" (ceiling.h)
 };
 

@@ -76,6 +76,8 @@ class Transport {
   virtual std::shared_ptr<CudaContext> cuda_context() const { return nullptr; }
   // The device this rank runs on, in words ("" for host transports).
   virtual std::string device() const { return ""; }
+  // How it moves bytes where it has a choice ("" where not): cuda-ipc "push" or "pull".
+  virtual std::string mode() const { return ""; }
   // Every rank has a GPU of its own and bytes cross links between GPUs (NCCL); false where ranks may
   // share a device or run on the host. Decides which ceiling a run is measured against (ceiling.h).
   virtual bool one_rank_per_device() const { return false; }
