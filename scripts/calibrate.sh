@@ -5,12 +5,14 @@
 # usage: scripts/calibrate.sh [--build DIR] [--system PRESET] [--json OUT] [RUN_JSON|DIR ...]
 #        scripts/calibrate.sh --measure-host [NP]   (the cpu-mpi-local microbenchmark, JSON on stdout)
 #   default inputs: results/*.json, results/gpu/*.json, results/gpu/mps/*.json,
-#   results/gpu/extra/mps_stress/*.json, results/gpu/push/*.json, results/gpu/push_mps/*.json and
-#   results/gpu/pull/*.json: records of format
-#             "reshard-run", alone or in a JSON list (gpu_runs.json). Each record is simulated with its
+#   results/gpu/extra/mps_stress/*.json, results/gpu/{push,push_mps,pull}/*.json and the older device
+#   call's results/gpu/extra/24ab0ab/{push,push_mps,pull}/*.json: records of format
+#             "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
+#             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
+#             the summary counts rows per record set (file) too. Each record is simulated with its
 #             own algo, streams, batch caps and staging, and cuda-ipc records in their own mode
-#             (--ipc-mode): versions.transport ends in ", push" or ", pull"; without the suffix (records
-#             made before push existed) pull.
+#             (--ipc-mode): the record's transport_mode, else versions.transport's suffix ", push" or
+#             ", pull" (records before b9e2768); with neither (made before push existed) pull.
 #   --system: the preset for every record; default cpu-mpi-local for transport "mpi"; for cuda-ipc
 #             records whose ranks share one device h200-shared-1gpu, or h200-shared-1gpu-mps when the
 #             gpu_env.json beside the record says "mps": "on"; else h100-nvl8-ib400.
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
     --system) SYSTEM=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --measure-host) MEASURE_HOST=${2:-4}; shift $(( $# > 1 ? 2 : 1 )) ;;
-    -h|--help) sed -n 2,22p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,25p "$0"; exit 0 ;;
     *) INPUTS+=("$1"); shift ;;
   esac
 done
@@ -105,24 +107,37 @@ CPP
   exec mpirun --oversubscribe -np "$MEASURE_HOST" "$TMP/host_copy_bench"
 fi
 [ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu results/gpu/mps results/gpu/extra/mps_stress
-                                  results/gpu/push results/gpu/push_mps results/gpu/pull)
+                                  results/gpu/push results/gpu/push_mps results/gpu/pull
+                                  results/gpu/extra/24ab0ab/push results/gpu/extra/24ab0ab/push_mps
+                                  results/gpu/extra/24ab0ab/pull)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import json, os, shlex, subprocess, sys
 
 reshard, system, json_out, cache, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 extra = shlex.split(os.environ.get("RESHARD_SIMULATE_FLAGS", ""))
-def mps_on(f):  # the run's gpu_env.json (beside its records) says whether CUDA MPS was on
+def gpu_env(f):  # the run's gpu_env.json, beside its records; {} without one (CPU records)
     try:
         env = json.load(open(os.path.join(os.path.dirname(f), "gpu_env.json")))
     except (OSError, ValueError):
-        return False
-    return str(env.get("mps", "")).strip().lower() == "on"
+        return {}
+    return env if isinstance(env, dict) else {}
 
-def ipc_mode(rec):  # cuda-ipc's mode: versions.transport "..., push" / "..., pull"; no suffix: pull (older)
+def mps_on(f):  # whether CUDA MPS was on
+    return str(gpu_env(f).get("mps", "")).strip().lower() == "on"
+
+def run_commit(f):  # the commit the run was made at: gpu_env.json's "git", first word; None without it
+    words = str(gpu_env(f).get("git", "")).split()
+    return words[0] if words else None
+
+def ipc_mode(rec):  # cuda-ipc's mode: transport_mode; before b9e2768 versions.transport "..., push" /
+    # "..., pull"; neither (made before push existed): pull
+    if rec.get("transport_mode") in ("push", "pull"):
+        return rec["transport_mode"]
     return "push" if rec.get("versions", {}).get("transport", "").rstrip().endswith(", push") else "pull"
 
 def has_mode(rec):  # the record names its mode (made once push existed)
-    return rec.get("versions", {}).get("transport", "").rstrip().endswith((", push", ", pull"))
+    return rec.get("transport_mode") in ("push", "pull") or \
+        rec.get("versions", {}).get("transport", "").rstrip().endswith((", push", ", pull"))
 
 files = []
 for p in inputs:
@@ -142,6 +157,8 @@ for f in files:
                 name = "mps/" + name
             if rec.get("arguments", {}).get("transport") == "cuda-ipc" and has_mode(rec):
                 name = ipc_mode(rec) + "/" + name
+            if run_commit(f):  # several device calls hold the same configs: say which one
+                name = run_commit(f) + "/" + name
             records.append((f, name, rec))
 if not records:
     sys.exit("calibrate: no reshard-run records in " + " ".join(inputs))
@@ -182,12 +199,12 @@ def preset(f, rec):
     return "h100-nvl8-ib400"
 
 rows, errors = [], []
-fmt = "%-30s %-7s %-20s %-9s %11s %12s %8s %9s"
+fmt = "%-32s %-7s %-20s %-9s %11s %12s %8s %9s"
 print(fmt % ("record", "algo", "system", "phase", "measured_ms", "predicted_ms", "error", "eff_GB/s"))
 for f, name, rec in records:
     plan = plan_path(rec)
     if plan is None:
-        print("%-30s skipped: plan %s not found (no file, no recipe)" % (name, rec["plan"]["fingerprint"]))
+        print("%-32s skipped: plan %s not found (no file, no recipe)" % (name, rec["plan"]["fingerprint"]))
         continue
     sysname = system or preset(f, rec)
     a = rec["arguments"]
@@ -204,7 +221,7 @@ for f, name, rec in records:
             "--staging-bytes", str(a.get("staging_bytes", 268435456))] + flags
     sim = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     if sim["plan"]["fingerprint"] != rec["plan"]["fingerprint"]:
-        print("%-30s skipped: plan file %s has fingerprint %s, the run %s" % (name, plan,
+        print("%-32s skipped: plan file %s has fingerprint %s, the run %s" % (name, plan,
               sim["plan"]["fingerprint"], rec["plan"]["fingerprint"]))
         continue
     predicted = {p["phase"]: p["time_ms"] for p in sim["phases"]}
@@ -218,7 +235,7 @@ for f, name, rec in records:
         eff = ph["busiest_bytes"] / (meas * 1e-3) / 1e9 if ph.get("busiest_bytes") else 0
         print(fmt % (name, a.get("algo", "reshard"), sysname, phase, "%.3f" % meas, "%.3f" % pred,
                      "%+.1f%%" % (err * 100), "%.3f" % eff))
-        rows.append({"record": f, "name": name, "algo": a.get("algo", "reshard"), "system": sysname,
+        rows.append({"record": f, "run": run_commit(f), "name": name, "algo": a.get("algo", "reshard"), "system": sysname,
                      "ipc_mode": mode, "phase": phase,
                      "measured_ms": meas, "predicted_ms": pred, "error": err, "effective_gbps": eff})
         if phase == "total":
@@ -232,6 +249,17 @@ if errors:
         if sel:
             print("calibrate: cuda-ipc %s rows: %d of %d within 25 %%" %
                   (mode, sum(1 for r in sel if abs(r["error"]) <= 0.25), len(sel)))
+    for f in dict.fromkeys(r["record"] for r in rows):  # per record set, in input order
+        sel = [r for r in rows if r["record"] == f]
+        tot = [abs(r["error"]) for r in sel if r["phase"] == "total"]
+        worst = max(sel, key=lambda r: abs(r["error"]))
+        print("calibrate: set %-30s %2d of %2d rows within 25 %%, mean |error| of totals %4.1f %%, worst row "
+              "%s %s %s %+.1f %%" % (sel[0]["name"].split(":")[0], sum(1 for r in sel if abs(r["error"]) <= 0.25),
+                                     len(sel), 100 * sum(tot) / max(len(tot), 1), worst["name"], worst["algo"],
+                                     worst["phase"], 100 * worst["error"]))
+    for r in rows:
+        if abs(r["error"]) > 0.25:
+            print("calibrate: out: %s %s %s %+.1f %%" % (r["name"], r["algo"], r["phase"], 100 * r["error"]))
 if json_out:
     json.dump({"format": "reshard-calibration", "version": 2, "rows": rows}, open(json_out, "w"), indent=1)
 PY
