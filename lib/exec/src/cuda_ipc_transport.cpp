@@ -664,8 +664,8 @@ class CudaIpcTransport final : public Transport {
           continue;
         }
         if (op.state == CopyOp::Copying) {
-          // The ops of one launch share its event and sit next to each other: one query for all of
-          // them (a pass of 4096 small ops would otherwise spend milliseconds in the driver).
+          // The ops of one launch share its event and mostly sit next to each other: one query per
+          // run of them (a pass of 4096 small ops would otherwise spend milliseconds in the driver).
           if (op.event != queried || queried == nullptr) {
             queried = op.event;
             queried_state = cudaEventQuery(op.event);
