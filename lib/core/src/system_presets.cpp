@@ -40,25 +40,33 @@ SystemModel cpu_mpi_local() {
 // link is the device memory, every copy of every rank contends for it. Shared copy rate: the mean over
 // the six records of configs 1a, 1b, 2 of (total ceiling_gbps x gen ranks) = 1911 GB/s (each rank alone
 // assumed as fast). Box ops, one pull per received byte, every member pulls from the root (linear).
-// Per batch 0.5 ms of handshakes (docs/gpu.md, batch-size sweep of config 1a, older build). The
-// processes time-slice the GPU (no MPS), so every rank's issue costs occupy it (serial_issue). Fitted
-// on stress config 3's bulk.pp0 (one batch; reshard 12.443 ms: 16384 ops, 8192 pulls in 2 batched
-// launches over all ranks; golden 44.924 ms: 16384 ops, 12288 pulls in 3 batched launches + 8192
-// unpacks, a launch each), less the handshake and the copy time: per op 0.724 us, per launch 3.94 us.
-// Per copy 0: on config 3 every receive is one copy, so a batched copy's host work cannot be told from
-// the op's and is in per_op_us; in the kernel a copy costs its bytes. docs/performance.md has the
-// arithmetic. Context switch (switch_us) and time slice (slice_us): measured on their own, not fitted,
-// by scripts/gpu_timeslice.sh (MPS off; results/gpu/timeslice/, one run): switch_us from P processes'
-// synchronous small copies, `derived.off.switch_us_for_preset` = 137.72 us (median over 4, 6, 8
-// processes; the first run, in git at 6b05936, read 136.2); slice_us from P spinning kernels' running
-// intervals, `derived.off.timeslice_us` = 2090.7 us (median over 2, 4, 8 processes).
+// The processes time-slice the GPU (no MPS), so every rank's issue costs occupy it (serial_issue).
+// Host costs model the current cuda-ipc host path (deb954c: one event query per launch and pass, fan-out
+// merge by sort); records of older builds measure a slower host path (docs/performance.md).
+// Per-batch handshake 141 us: measured, not fitted, in the RESHARD_CUDA_IPC_TRACE files of
+// results/gpu/extra/trace_poll/1b_reshard.* (build 9230185, whose bulk host path is deb954c's; push, no
+// MPS): per bulk step (one batch per rank), the step's start to the first launch of its busiest copier
+// (the one whose copies_done is last) plus that copies_done to the step's end; median over the five
+// timed bulk steps (3, 6, 9, 12, 15 of scripts/ipc_trace.py; step 0 is the warm-up): 141.1 us.
+// Fitted on deb954c's push stress config 3 bulk.pp0 (results/gpu/push/gpu_runs.json, one batch; reshard
+// 7.492 ms: 16384 ops, 2 batched launches, 2 switches; golden 39.124 ms: 16384 ops, 1 batched launch +
+// 8192 unpacks, a launch each, 1 switch), less the handshake, the copy time (128 / 384 MiB at 1911 GB/s)
+// and the measured switches (x 137.7 us): per op 0.427 us, per launch 3.86 us (e6b0d46's pull records
+// gave 0.724 / 3.94 with the older build's 0.5 ms handshake). Per copy 0: on config 3 every receive is
+// one copy, so a batched copy's host work cannot be told from the op's and is in per_op_us; in the kernel
+// a copy costs its bytes. docs/performance.md has the arithmetic. Context switch (switch_us) and time
+// slice (slice_us): measured on their own, not fitted, by scripts/gpu_timeslice.sh (MPS off;
+// results/gpu/timeslice/, one run): switch_us from P processes' synchronous small copies,
+// `derived.off.switch_us_for_preset` = 137.72 us (median over 4, 6, 8 processes; the first run, in git at
+// 6b05936, read 136.2); slice_us from P spinning kernels' running intervals, `derived.off.timeslice_us` =
+// 2090.7 us (median over 2, 4, 8 processes).
 SystemModel h200_shared_1gpu() {
-  SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, 1911, 1911, 500, 500, 0, 0.724);
+  SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, 1911, 1911, 141, 141, 0, 0.427);
   m.copy_gbps = 1911;
   m.shared_copy_gbps = 1911;
   m.wire_copies = 1;
   m.per_copy_us = 0;
-  m.per_launch_us = 3.94;
+  m.per_launch_us = 3.86;
   m.serial_issue = true;
   m.switch_us = 137.7;  // results/gpu/timeslice/gpu_timeslice.json: derived.off.switch_us_for_preset
   m.slice_us = 2090.7;  // results/gpu/timeslice/gpu_timeslice.json: derived.off.timeslice_us
@@ -69,9 +77,9 @@ SystemModel h200_shared_1gpu() {
 
 // The same GPU and build under the CUDA MPS daemon (results/gpu/mps/gpu_runs.json): the ranks' kernels
 // run concurrently, and the ceiling's copies too, so only the copy rate changes. Copy rate:
-// the mean of (total ceiling_gbps x gen ranks) over the six MPS records = 2123 GB/s. The MPS run has
-// no config 3, so handshake, per-op and per-launch costs are h200-shared-1gpu's (an assumption: nothing
-// here is fitted on an MPS record).
+// the mean of (total ceiling_gbps x gen ranks) over the six MPS records = 2123 GB/s. Handshake, per-op
+// and per-launch costs are h200-shared-1gpu's (an assumption: nothing here is fitted on an MPS record;
+// deb954c's push config 3 under MPS, fitted alike, would give 0.440 / 4.06 us).
 SystemModel h200_shared_1gpu_mps() {
   SystemModel m = h200_shared_1gpu();
   m.name = "h200-shared-1gpu-mps";
