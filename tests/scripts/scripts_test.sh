@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The result scripts on committed records (label unit: python3 only, no GPU): each case regenerates a
+# committed report byte for byte, or checks a script's verdict.
+#   scripts_test.sh SOURCE_DIR CASE
+set -uo pipefail
+ROOT=$1
+CASE=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$ROOT" || exit 1
+fail() { echo "FAIL: $*"; exit 1; }
+
+case "$CASE" in
+  gpu_report_reproduces)  # results/gpu_h200.md is what gpu_report.py makes of the push records
+    python3 scripts/gpu_report.py results/gpu/push/gpu_runs.json results/gpu/push/gpu_env.json -o "$T/r.md" ||
+      fail "gpu_report.py exited $?"
+    cmp "$T/r.md" results/gpu_h200.md || fail "results/gpu_h200.md differs from a fresh report"
+    grep -q "cuda-ipc push" "$T/r.md" || fail "the report does not name the mode"
+    ;;
+  gpu_compare_reproduces)
+    python3 scripts/gpu_compare.py results/gpu/pull/gpu_runs.json results/gpu/push/gpu_runs.json \
+      --labels pull push -o "$T/c.md" || fail "gpu_compare.py exited $?"
+    cmp "$T/c.md" results/gpu_h200_pull_vs_push.md || fail "results/gpu_h200_pull_vs_push.md differs"
+    ;;
+  gpu_report_transport_mode)  # a record's transport_mode wins over the version suffix
+    python3 - "$T/m.json" <<'PY' || fail "could not write the record"
+import json, sys
+rec = json.load(open("results/gpu/push/gpu_runs.json"))[0]
+rec["transport_mode"] = "pull"
+json.dump([rec], open(sys.argv[1], "w"))
+PY
+    python3 scripts/gpu_report.py "$T/m.json" results/gpu/push/gpu_env.json -o "$T/m.md" || fail "gpu_report.py exited $?"
+    grep -q "| cuda-ipc pull |" "$T/m.md" || fail "transport_mode was not used"
+    ;;
+  ipc_trace_steps)  # the stress trace: 12 steps (4 phases' worth of 3 iterations), every rank in each
+    out=$(python3 scripts/ipc_trace.py results/gpu/extra/trace_poll/3 --last 1) || fail "ipc_trace.py exited $?"
+    echo "$out" | grep -q "^12 steps" || fail "expected 12 steps: $out"
+    [ "$(echo "$out" | grep -cE '^ +[0-3] ')" = 4 ] || fail "expected one line per rank (4): $out"
+    ;;
+  perf_gate_gpu)  # the GPU baseline passes itself and fails the memcpy-era build (b784af1)
+    python3 scripts/perf_gate results/baseline/gpu_h200.json results/gpu/push/gpu_runs.json >"$T/p" ||
+      fail "the baseline's own run failed the gate: $(cat "$T/p")"
+    if python3 scripts/perf_gate results/baseline/gpu_h200.json results/gpu/extra/push_b784af1/push/gpu_runs.json \
+      >"$T/f"; then
+      fail "the gate passed a run 13-18 % below the baseline"
+    fi
+    grep -q "FAILED" "$T/f" || fail "no FAILED verdict: $(cat "$T/f")"
+    ;;
+  *) fail "unknown case $CASE" ;;
+esac
+echo "ok: $CASE"
