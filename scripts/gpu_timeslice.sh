@@ -92,30 +92,31 @@ if [ ! -x "$BIN" ]; then
     -o "$BIN" >>"$LOG" 2>&1 || { say "build failed"; exit 1; }
 fi
 
+# run_p STATE OUT P ARGS...: one mpirun of P ranks writing OUT (removed when the run fails); its exit code.
+run_p() {
+  local state=$1 out=$2 p=$3 rc
+  shift 3
+  say "\$ ${MPIRUN[*]} -np $p $BIN $*   # MPS $state"
+  timeout 60 "${MPIRUN[@]}" -np "$p" "$BIN" "$@" >"$out" 2>>"$LOG"
+  rc=$?
+  say "# exit $rc"
+  [ $rc -eq 0 ] || rm -f "$out"
+  return $rc
+}
+
 # sweep STATE: one mpirun per P of PS (copies), then of SLICE_PS (--mode slice); records in
 # $WORK/runs/STATE-P.json and $WORK/runs/slice-STATE-P.json. Returns non-zero if the first run fails.
 sweep() {
-  local state=$1 first=1 p rc
+  local state=$1 first=1 p
   for p in $PS; do
-    say "\$ ${MPIRUN[*]} -np $p $BIN --window-s $WINDOW_S --reps $REPS --sizes $SIZES   # MPS $state"
-    timeout 60 "${MPIRUN[@]}" -np "$p" "$BIN" --window-s "$WINDOW_S" --reps "$REPS" --sizes "$SIZES" \
-      >"$WORK/runs/$state-$p.json" 2>>"$LOG"
-    rc=$?
-    say "# exit $rc"
-    if [ $rc -ne 0 ]; then
-      rm -f "$WORK/runs/$state-$p.json"
+    if ! run_p "$state" "$WORK/runs/$state-$p.json" "$p" --window-s "$WINDOW_S" --reps "$REPS" --sizes "$SIZES"; then
       [ $first = 1 ] && return 1
     fi
     first=0
   done
   for p in $SLICE_PS; do
-    say "\$ ${MPIRUN[*]} -np $p $BIN --mode slice --spin-ms $SPIN_MS --gap-us $GAP_US --reps $SLICE_REPS   # MPS $state"
-    timeout 60 "${MPIRUN[@]}" -np "$p" "$BIN" --mode slice --spin-ms "$SPIN_MS" --gap-us "$GAP_US" \
-      --reps "$SLICE_REPS" >"$WORK/runs/slice-$state-$p.json" 2>>"$LOG"
-    rc=$?
-    say "# exit $rc"
-    if [ $rc -ne 0 ]; then
-      rm -f "$WORK/runs/slice-$state-$p.json"
+    if ! run_p "$state" "$WORK/runs/slice-$state-$p.json" "$p" --mode slice --spin-ms "$SPIN_MS" --gap-us "$GAP_US" \
+      --reps "$SLICE_REPS"; then
       [ $first = 1 ] && return 1
     fi
     first=0

@@ -16,10 +16,6 @@
 namespace reshard {
 namespace {
 
-Plan small_plan(int n, int train_gpus, int gen_gpus, int gen_tp) {
-  return test::small_mlp_plan(n, "sim-push", train_gpus, gen_gpus, gen_tp);
-}
-
 // Copies at 1 GB/s and nothing else (test::one_shared_gpu), in push or pull mode.
 SystemModel one_gpu(bool push) {
   SystemModel m = test::one_shared_gpu("push-test", 1);
@@ -44,7 +40,7 @@ TEST(SimulatePush, MiscBroadcastIsOneFanOutCopyOnTheRoot) {
   // Misc only (one norm), 1 train -> k gen ranks: every gen rank keeps the bucket. Pull: each copies it
   // (k reads + k writes); push: the root reads it once and writes it k times, (1 + k) / 2 copies' worth.
   for (int k : {1, 2, 3, 7}) {
-    const Plan p = small_plan(0, 1, k, 1);
+    const Plan p = test::small_mlp_plan(0, "sim-push", 1, k, 1);
     ASSERT_EQ(p.buckets.size(), 1u);
     const int64_t bucket = p.buckets[0].bytes;
     const int root = p.buckets[0].root;
@@ -65,7 +61,7 @@ TEST(SimulatePush, MiscBroadcastIsOneFanOutCopyOnTheRoot) {
 TEST(SimulatePush, AFanOutReadsOncePerEightMembers) {
   // 1 train -> 10 gen ranks: the executor's fan-out writes at most 8 destinations per read, so the
   // root copies the bucket as 2 fan-outs: 2 reads + 10 writes.
-  const Plan p = small_plan(0, 1, 10, 1);
+  const Plan p = test::small_mlp_plan(0, "sim-push", 1, 10, 1);
   ASSERT_EQ(p.buckets.size(), 1u);
   SystemModel m = one_gpu(true);
   m.per_launch_us = 1e6;
@@ -79,7 +75,7 @@ TEST(SimulatePush, TransfersAreCopiedBySendersOnePassPerReceiver) {
   // 1 train -> TP2: the same bytes are copied once in both modes, but by the sender in push: its copies
   // go out in one launch per (batch, stream, receiver), and the receivers launch nothing.
   const int n = 8;
-  const Plan p = small_plan(n, 1, 2, 2);
+  const Plan p = test::small_mlp_plan(n, "sim-push", 1, 2, 2);
   SystemModel m = one_gpu(true);
   m.per_launch_us = 1e6;
   const SimPhase push = simulate(p, m).phases.front();
@@ -100,12 +96,12 @@ TEST(SimulatePush, SwitchPassesAreTheSendersOnes) {
   m.copy_gbps = m.shared_copy_gbps = 1e9;
   m.serial_issue = true;
   m.switch_us = 30;
-  const Plan one = small_plan(8, 1, 2, 2);
+  const Plan one = test::small_mlp_plan(8, "sim-push", 1, 2, 2);
   EXPECT_EQ(simulate(one, m).phases.front().switches, 0);
   m.ipc_push = false;
   EXPECT_EQ(simulate(one, m).phases.front().switches, 2);
   m.ipc_push = true;
-  const Plan two = small_plan(8, 2, 2, 2);
+  const Plan two = test::small_mlp_plan(8, "sim-push", 2, 2, 2);
   std::set<std::pair<int, int>> pairs;  // (sender, receiver): one pass each (one batch, one stream)
   std::set<int> senders;
   for (const Transfer& t : two.transfers) {
@@ -126,7 +122,7 @@ TEST(SimulatePush, GoldenRootFansTheShardOutIntoEveryStaging) {
   // Golden over the param's group {train 0, gen 1, gen 2}: every shard reaches both gen ranks' staging.
   // Pull: 2 copies of each shard (one per member) + the unpacks; push: 1.5 (1 read + 2 writes) + the
   // same unpacks, which stay the members'.
-  const Plan p = small_plan(8, 1, 2, 2);
+  const Plan p = test::small_mlp_plan(8, "sim-push", 1, 2, 2);
   SystemModel m = one_gpu(false);
   m.algo = SimAlgo::Golden;
   const SimPhase pull = simulate(p, m).phases.front();
@@ -143,7 +139,7 @@ TEST(SimulatePush, GoldenRootFansTheShardOutIntoEveryStaging) {
 
 TEST(SimulatePush, OnlyCudaIpcHasAMode) {
   // Without box ops (MPI, NCCL, the NVLink/NIC presets) ipc_push changes nothing.
-  const Plan p = small_plan(16, 2, 2, 2);
+  const Plan p = test::small_mlp_plan(16, "sim-push", 2, 2, 2);
   for (const SystemModel& preset : system_presets()) {
     if (preset.box_ops) continue;
     SystemModel pull = preset, push = preset;
@@ -161,7 +157,7 @@ TEST(SimulatePush, PushIsFasterOnTheSharedGpuAndAboveTheLowerBound) {
       for (int n : {1, 64}) {
         SystemModel m = find_system_preset(name);
         m.algo = algo;
-        const Plan p = small_plan(n, 2, 4, 2);
+        const Plan p = test::small_mlp_plan(n, "sim-push", 2, 4, 2);
         const SimResult pull = simulate(p, m);
         m.ipc_push = true;
         const SimResult push = simulate(p, m);
@@ -175,7 +171,7 @@ TEST(SimulatePush, PushIsFasterOnTheSharedGpuAndAboveTheLowerBound) {
 }
 
 TEST(SimulatePush, JsonNamesTheMode) {
-  const Plan p = small_plan(2, 1, 2, 2);
+  const Plan p = test::small_mlp_plan(2, "sim-push", 1, 2, 2);
   EXPECT_EQ(simulation_json(p, simulate(p, one_gpu(true)))["system"]["ipc_mode"].get<std::string>(), "push");
   EXPECT_EQ(simulation_json(p, simulate(p, one_gpu(false)))["system"]["ipc_mode"].get<std::string>(), "pull");
 }

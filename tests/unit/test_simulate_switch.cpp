@@ -12,17 +12,6 @@
 namespace reshard {
 namespace {
 
-Plan small_plan(int n, int train_gpus, int gen_gpus, int gen_tp) {
-  return test::small_mlp_plan(n, "sim-switch", train_gpus, gen_gpus, gen_tp);
-}
-
-// Time-sliced (serial_issue) with every cost zero but switch_us, and rates too high to matter.
-SystemModel one_gpu(double switch_us) {
-  SystemModel m = test::one_shared_gpu("switch-test", 1e9);
-  m.serial_issue = true;
-  m.switch_us = switch_us;
-  return m;
-}
 
 void expect_same_times(const SimResult& a, const SimResult& b, const std::string& what) {
   ASSERT_EQ(a.phases.size(), b.phases.size()) << what;
@@ -34,13 +23,13 @@ void expect_same_times(const SimResult& a, const SimResult& b, const std::string
 TEST(SimulateSwitch, EachTransportPassOfEveryRankWaitsForASwitch) {
   // 1 train -> 2 gen (TP2), one batch: each gen rank pulls from rank 0 on one stream (one pass); both
   // launch, so the shared GPU pays two switches, each rank one of them.
-  const Plan p = small_plan(8, 1, 2, 2);
-  const SimPhase bulk = simulate(p, one_gpu(30)).phases.front();
+  const Plan p = test::small_mlp_plan(8, "sim-switch", 1, 2, 2);
+  const SimPhase bulk = simulate(p, test::time_sliced_gpu("switch-test", 30)).phases.front();
   EXPECT_EQ(bulk.switches, 2);
   EXPECT_TRUE(bulk.shared_bound);
   EXPECT_NEAR(bulk.seconds, 2 * 30e-6, 1e-9);
   // Batches of 2 ops: 4 batches per gen rank, a pass each.
-  SystemModel m = one_gpu(30);
+  SystemModel m = test::time_sliced_gpu("switch-test", 30);
   m.batch_ops = 2;
   const SimPhase batched = simulate(p, m).phases.front();
   EXPECT_EQ(batched.switches, 8);
@@ -49,17 +38,17 @@ TEST(SimulateSwitch, EachTransportPassOfEveryRankWaitsForASwitch) {
 
 TEST(SimulateSwitch, OneLaunchingRankNeverSwitches) {
   // 1 train -> 1 gen: the train rank launches nothing (box ops), so the GPU stays with the gen rank.
-  const Plan p = small_plan(8, 1, 1, 1);
-  const SimResult r = simulate(p, one_gpu(30));
+  const Plan p = test::small_mlp_plan(8, "sim-switch", 1, 1, 1);
+  const SimResult r = simulate(p, test::time_sliced_gpu("switch-test", 30));
   EXPECT_EQ(r.phases.front().switches, 0);
-  expect_same_times(r, simulate(p, one_gpu(0)), "one launching rank");
+  expect_same_times(r, simulate(p, test::time_sliced_gpu("switch-test", 0)), "one launching rank");
 }
 
 TEST(SimulateSwitch, PacksAndUnpacksShareTheirRanksTimeSlice) {
   // Staged transport: the train rank packs 8 strided halves (8 launches back to back, no pass), each
   // gen rank makes one pass. Three ranks launch; only the two passes switch.
-  const Plan p = small_plan(4, 1, 2, 2);
-  SystemModel m = one_gpu(30);
+  const Plan p = test::small_mlp_plan(4, "sim-switch", 1, 2, 2);
+  SystemModel m = test::time_sliced_gpu("switch-test", 30);
   m.box_ops = false;
   m.per_launch_us = 10;
   const SimPhase bulk = simulate(p, m).phases.front();
@@ -76,7 +65,7 @@ TEST(SimulateSwitch, NoTermWithoutSerialIssueOrAtZero) {
       base.switch_us = 0;
       SystemModel with = base;
       with.switch_us = 25;
-      const Plan p = small_plan(16, 2, 2, 2);
+      const Plan p = test::small_mlp_plan(16, "sim-switch", 2, 2, 2);
       const SimResult r0 = simulate(p, base), r1 = simulate(p, with);
       if (!preset.serial_issue) {
         expect_same_times(r0, r1, preset.name);
@@ -97,7 +86,7 @@ TEST(SimulateSwitch, PresetsAndValidation) {
       EXPECT_EQ(preset.switch_us, 0) << preset.name;
     }
   }
-  SystemModel m = one_gpu(-1);
+  SystemModel m = test::time_sliced_gpu("switch-test", -1);
   Problems problems;
   validate_system_model(m, problems);
   ASSERT_EQ(problems.list().size(), 1u);
@@ -105,8 +94,8 @@ TEST(SimulateSwitch, PresetsAndValidation) {
 }
 
 TEST(SimulateSwitch, JsonCarriesTheParameterAndTheCount) {
-  const Plan p = small_plan(8, 1, 2, 2);
-  const auto j = simulation_json(p, simulate(p, one_gpu(30)));
+  const Plan p = test::small_mlp_plan(8, "sim-switch", 1, 2, 2);
+  const auto j = simulation_json(p, simulate(p, test::time_sliced_gpu("switch-test", 30)));
   EXPECT_EQ(j["system"]["switch_us"].get<double>(), 30);
   EXPECT_EQ(j["phases"][0]["switches"].get<int64_t>(), 2);
 }

@@ -15,15 +15,6 @@
 namespace reshard {
 namespace {
 
-// Time-sliced (serial_issue) with every cost zero but the switch, every rate `gbps` GB/s.
-SystemModel one_gpu(double switch_us, double slice_us, double gbps = 1e9) {
-  SystemModel m = test::one_shared_gpu("slice-test", gbps);
-  m.serial_issue = true;
-  m.switch_us = switch_us;
-  m.slice_us = slice_us;
-  return m;
-}
-
 // small_mlp(n) (16 x 32 BF16 weights, 1 KiB) from TP2 over 2 train ranks to 2 gen ranks that each hold
 // every weight whole: each gen rank receives from both train ranks (two peers, two passes per batch).
 Plan two_peer_plan(int n) {
@@ -37,13 +28,13 @@ TEST(SimulateSlice, PassesOfOneBatchShareASlice) {
   // Pull: each gen rank copies from two peers in its one batch: a switch per pass without a slice,
   // one per batch with a slice longer than the copies.
   const Plan p = two_peer_plan(8);
-  const SimPhase per_pass = simulate(p, one_gpu(30, 0)).phases.front();
-  const SimPhase sliced = simulate(p, one_gpu(30, 1e6)).phases.front();
+  const SimPhase per_pass = simulate(p, test::time_sliced_gpu("slice-test", 30, 0)).phases.front();
+  const SimPhase sliced = simulate(p, test::time_sliced_gpu("slice-test", 30, 1e6)).phases.front();
   EXPECT_EQ(per_pass.switches, 4);
   EXPECT_EQ(sliced.switches, 2);
   EXPECT_NEAR(per_pass.seconds - sliced.seconds, 2 * 30e-6, 1e-9);
   // Push: the two train ranks copy, each to two receivers (two passes) in one batch.
-  SystemModel push = one_gpu(30, 0);
+  SystemModel push = test::time_sliced_gpu("slice-test", 30, 0);
   push.ipc_push = true;
   EXPECT_EQ(simulate(p, push).phases.front().switches, 4);
   push.slice_us = 1e6;
@@ -55,20 +46,20 @@ TEST(SimulateSlice, CopiesLongerThanASliceAreSwitchedInOncePerSlice) {
   const Plan p = one_peer_plan();
   const double us = 4.096;
   for (const auto& [slice, per_rank] : {std::pair{1.5, 3}, {3.0, 2}, {4.0, 2}, {5.0, 1}, {1e6, 1}}) {
-    const SimPhase with = simulate(p, one_gpu(30, slice, 1)).phases.front();
-    const SimPhase without = simulate(p, one_gpu(0, slice, 1)).phases.front();
+    const SimPhase with = simulate(p, test::time_sliced_gpu("slice-test", 30, slice, 1)).phases.front();
+    const SimPhase without = simulate(p, test::time_sliced_gpu("slice-test", 0, slice, 1)).phases.front();
     EXPECT_EQ(with.switches, 2 * per_rank) << "slice " << slice << " us, copies " << us << " us";
     EXPECT_NEAR(with.seconds - without.seconds, 2 * per_rank * 30e-6, 1e-9) << "slice " << slice;
   }
   // Without a slice: one switch per pass, however long.
-  EXPECT_EQ(simulate(p, one_gpu(30, 0, 1)).phases.front().switches, 2);
+  EXPECT_EQ(simulate(p, test::time_sliced_gpu("slice-test", 30, 0, 1)).phases.front().switches, 2);
 }
 
 TEST(SimulateSlice, BatchesAreSeparateRuns) {
   // Batches of 2 ops (one weight's two halves, from the two peers): the ranks wait for each other
   // between batches, so each batch is switched in again.
   const Plan p = two_peer_plan(8);
-  SystemModel m = one_gpu(30, 0);
+  SystemModel m = test::time_sliced_gpu("slice-test", 30, 0);
   m.batch_ops = 2;
   const SimPhase per_pass = simulate(p, m).phases.front();
   m.slice_us = 1e6;
@@ -110,17 +101,17 @@ TEST(SimulateSlice, PresetsValidationAndOutput) {
   // MPS: one server context, nothing time-sliced.
   EXPECT_EQ(find_system_preset("h200-shared-1gpu-mps").slice_us, 0);
   EXPECT_GE(find_system_preset("h200-shared-1gpu").slice_us, 0);
-  SystemModel bad = one_gpu(30, -1);
+  SystemModel bad = test::time_sliced_gpu("slice-test", 30, -1);
   Problems problems;
   validate_system_model(bad, problems);
   ASSERT_EQ(problems.list().size(), 1u);
   EXPECT_NE(problems.list().front().find("--slice-us"), std::string::npos);
 
   const Plan p = two_peer_plan(8);
-  const SimResult r = simulate(p, one_gpu(30, 250));
+  const SimResult r = simulate(p, test::time_sliced_gpu("slice-test", 30, 250));
   EXPECT_EQ(simulation_json(p, r)["system"]["slice_us"].get<double>(), 250);
   EXPECT_NE(format_simulation(p, r).find("250.0 us time slice"), std::string::npos);
-  EXPECT_EQ(format_simulation(p, simulate(p, one_gpu(30, 0))).find("time slice"), std::string::npos);
+  EXPECT_EQ(format_simulation(p, simulate(p, test::time_sliced_gpu("slice-test", 30, 0))).find("time slice"), std::string::npos);
 }
 
 TEST(SimulateSlice, PresetIsTheCommittedMeasurement) {

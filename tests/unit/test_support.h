@@ -64,6 +64,17 @@ inline SystemModel one_shared_gpu(const std::string& name, double gbps) {
   return m;
 }
 
+// one_shared_gpu time-sliced between processes (serial_issue, no MPS): every cost zero but the context
+// switch (switch_us) and the time slice (slice_us, 0: a switch per pass).
+inline SystemModel time_sliced_gpu(const std::string& name, double switch_us, double slice_us = 0,
+                                   double gbps = 1e9) {
+  SystemModel m = one_shared_gpu(name, gbps);
+  m.serial_issue = true;
+  m.switch_us = switch_us;
+  m.slice_us = slice_us;
+  return m;
+}
+
 // Embeddings, per layer attention + norm + `experts` experts of [inter, 16] / [16, inter], a float32
 // final norm.
 inline ModelMeta small_moe(int layers, int experts, int64_t inter = 12, const std::string& name = "tiny-moe") {
