@@ -129,15 +129,8 @@ def run_commit(f):  # the commit the run was made at: gpu_env.json's "git", firs
     words = str(gpu_env(f).get("git", "")).split()
     return words[0] if words else None
 
-def ipc_mode(rec):  # cuda-ipc's mode: transport_mode; before b9e2768 versions.transport "..., push" /
-    # "..., pull"; neither (made before push existed): pull
-    if rec.get("transport_mode") in ("push", "pull"):
-        return rec["transport_mode"]
-    return "push" if rec.get("versions", {}).get("transport", "").rstrip().endswith(", push") else "pull"
-
-def has_mode(rec):  # the record names its mode (made once push existed)
-    return rec.get("transport_mode") in ("push", "pull") or \
-        rec.get("versions", {}).get("transport", "").rstrip().endswith((", push", ", pull"))
+sys.path.insert(0, "scripts")  # the repository root is the working directory (cd above)
+from gpu_report import has_mode, ipc_mode  # a cuda-ipc record's mode, as the GPU reports read it
 
 files = []
 for p in inputs:

@@ -30,16 +30,24 @@ def gib(b):
     return "%.2f GiB" % (b / 2**30) if b >= 2**30 else "%.1f MiB" % (b / 2**20)
 
 
+def has_mode(rec):
+    """Whether a cuda-ipc record names its mode: transport_mode, or (records before b9e2768) a
+    versions.transport ending in ", push" or ", pull"; records from before push existed do not."""
+    return rec.get("transport_mode") in ("push", "pull") or \
+        rec.get("versions", {}).get("transport", "").rstrip().endswith((", push", ", pull"))
+
+
+def ipc_mode(rec):
+    """cuda-ipc's mode of a record ("push" or "pull"; pull where it names none, see has_mode)."""
+    if rec.get("transport_mode") in ("push", "pull"):
+        return rec["transport_mode"]
+    return "push" if rec.get("versions", {}).get("transport", "").rstrip().endswith(", push") else "pull"
+
+
 def transport(rec):
-    """The transport, with cuda-ipc's mode: the record's transport_mode; records before that field
-    (7564804) end versions.transport in ", push" or ", pull"; records from before push existed are pull."""
+    """The transport, with cuda-ipc's mode."""
     name = rec.get("arguments", {}).get("transport")
-    if name != "cuda-ipc":
-        return name
-    if rec.get("transport_mode"):
-        return "cuda-ipc %s" % rec["transport_mode"]
-    version = rec.get("versions", {}).get("transport", "")
-    return "cuda-ipc %s" % (version.rsplit(", ", 1)[-1] if version.endswith(("push", "pull")) else "pull")
+    return "cuda-ipc %s" % ipc_mode(rec) if name == "cuda-ipc" else name
 
 
 def build(records, env):
