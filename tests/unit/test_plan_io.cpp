@@ -27,7 +27,7 @@ Mesh mesh(std::vector<std::string> names, std::vector<int> sizes, std::vector<in
   return m;
 }
 
-Placement shard(int dim) { return Placement{dim}; }
+Placement shard(int dim) { return Placement::shard(dim); }
 Placement replicate() { return Placement{}; }
 
 // A one-layer dense model, train tp=1 dp=2 (ranks 0-1) -> gen tp=2 (ranks 2-3), plus a grouped

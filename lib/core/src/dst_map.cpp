@@ -40,7 +40,14 @@ DstMap::DstMap(const Plan& plan) : plan_(plan), fuse_(plan.params.size()) {
     for (uint32_t m : members) fuse_[m].stride = stride;
     // Every dst shard must hold whole groups, the same number for every member.
     const ParamPlan& first = plan.params[members[0]];
-    for (int f = 0; f < first.dst.mesh.size(); ++f) {
+    bool plain = true;
+    for (uint32_t m : members)
+      if (!plan.params[m].dst.plain()) {
+        problems_.push_back("param " + plan.params[m].name + ": an interleaved storage (" + name +
+                            ") needs a torch.chunk gen layout");
+        plain = false;
+      }
+    for (int f = 0; plain && f < first.dst.mesh.size(); ++f) {
       int64_t local_groups = -1;
       for (uint32_t m : members) {
         const ParamPlan& p = plan.params[m];
@@ -69,20 +76,48 @@ std::string DstMap::storage_name(const ParamPlan& p, int index) {
 
 bool DstMap::piecewise(uint32_t p) const {
   const ParamPlan& param = plan_.params[p];
-  return param.dst_split_dim >= 0 || (param.dst_fuse_dim >= 0 && fuse_[p].rows > 0);
+  return param.dst_split_dim >= 0 || (param.dst_fuse_dim >= 0 && fuse_[p].rows > 0) || !param.dst.single_box();
+}
+
+Dims DstMap::reach(uint32_t p, int flat) const {
+  const ParamPlan& param = plan_.params[p];
+  Dims r = param.dst.local_shape(param.shape, flat);
+  const int sd = param.dst_split_dim, fd = param.dst_fuse_dim;
+  if (sd >= 0 && sd < r.n) r[sd] = std::min<int64_t>(r[sd], 1);
+  if (fd >= 0 && fd < r.n) {
+    const Fuse& fu = fuse_[p];
+    if (fu.rows > 0) r[fd] = 0;  // interleaved: its pieces say
+    else if (!fu.origins.empty()) r[fd] += fu.origins[flat];
+  }
+  return r;
+}
+
+std::vector<LocalPiece> DstMap::held(uint32_t p, int flat) const {
+  const ParamPlan& param = plan_.params[p];
+  return param.dst.local_pieces(param.shape, flat);
 }
 
 std::optional<DstPiece> DstMap::locate(uint32_t p, int flat, const Box& box) const {
-  const ParamPlan& param = plan_.params[p];
-  return locate(p, flat, box, param.dst.local_box(param.shape, flat));
+  return locate(p, flat, box, held(p, flat));
 }
 
-std::optional<DstPiece> DstMap::locate(uint32_t p, int flat, const Box& box, const Box& own) const {
+std::optional<DstPiece> DstMap::locate(uint32_t p, int flat, const Box& box, const std::vector<LocalPiece>& own) const {
+  for (const LocalPiece& lp : own)
+    if (contains(lp.box, box)) {
+      Dims local = relative(box, lp.box.offset);
+      for (int d = 0; d < local.n; ++d) local[d] += lp.at[d];
+      return to_storage(p, flat, box, local);
+    }
+  return std::nullopt;
+}
+
+// A box at `local` in the param's local tensor -> its storage and offset there; nullopt when it
+// crosses a storage piece (two experts of a split, two groups of an interleave).
+std::optional<DstPiece> DstMap::to_storage(uint32_t p, int flat, const Box& box, const Dims& local) const {
   const ParamPlan& param = plan_.params[p];
-  if (!contains(own, box)) return std::nullopt;
   const int sd = param.dst_split_dim, fd = param.dst_fuse_dim;
   const Fuse& fu = fuse_[p];
-  DstPiece out{0, box, relative(box, own.offset)};
+  DstPiece out{0, box, local};
   if (sd >= 0 && sd < box.offset.n) {
     if (box.extent[sd] != 1) return std::nullopt;
     out.storage = static_cast<int>(out.offset[sd]);
@@ -100,28 +135,42 @@ std::optional<DstPiece> DstMap::locate(uint32_t p, int flat, const Box& box, con
 
 std::vector<DstPiece> DstMap::pieces(uint32_t p, int flat) const {
   const ParamPlan& param = plan_.params[p];
-  const Box own = param.dst.local_box(param.shape, flat);
   std::vector<DstPiece> out;
-  if (own.empty()) return out;
   const int sd = param.dst_split_dim, fd = param.dst_fuse_dim;
   const Fuse& fu = fuse_[p];
-  const bool split = sd >= 0 && sd < own.offset.n, grouped = fd >= 0 && fu.rows > 0;
-  const int64_t nsplit = split ? own.extent[sd] : 1;
-  const int64_t ngroups = grouped ? (own.extent[fd] + fu.rows - 1) / fu.rows : 1;
-  for (int64_t j = 0; j < nsplit; ++j) {
-    for (int64_t g = 0; g < ngroups; ++g) {
-      Box b = own;
-      if (split) {
-        b.offset[sd] += j;
-        b.extent[sd] = 1;
+  for (const LocalPiece& lp : held(p, flat)) {
+    const Box& own = lp.box;
+    const bool split = sd >= 0 && sd < own.offset.n, grouped = fd >= 0 && fu.rows > 0;
+    const int64_t nsplit = split ? own.extent[sd] : 1;
+    // Group boundaries fall at multiples of fu.rows in local coordinates.
+    std::vector<std::pair<int64_t, int64_t>> runs;  // (begin, size) along fd, relative to own
+    if (grouped) {
+      const int64_t a = lp.at[fd], e = own.extent[fd];
+      for (int64_t x = a; x < a + e;) {
+        const int64_t end = std::min(a + e, (x / fu.rows + 1) * fu.rows);
+        runs.push_back({x - a, end - x});
+        x = end;
       }
-      if (grouped) {
-        b.offset[fd] += g * fu.rows;
-        b.extent[fd] = std::min(fu.rows, own.extent[fd] - g * fu.rows);
+    } else {
+      runs.push_back({0, 0});
+    }
+    for (int64_t j = 0; j < nsplit; ++j) {
+      for (const auto& [begin, size] : runs) {
+        Box b = own;
+        if (split) {
+          b.offset[sd] += j;
+          b.extent[sd] = 1;
+        }
+        if (grouped) {
+          b.offset[fd] += begin;
+          b.extent[fd] = size;
+        }
+        Dims local = relative(b, own.offset);
+        for (int d = 0; d < local.n; ++d) local[d] += lp.at[d];
+        // A misaligned interleave (reported in problems()) still gets a piece, at its plain offset.
+        const std::optional<DstPiece> at = to_storage(p, flat, b, local);
+        out.push_back(at ? *at : DstPiece{0, b, local});
       }
-      // A misaligned interleave (reported in problems()) still gets a piece, at its plain offset.
-      const std::optional<DstPiece> at = locate(p, flat, b, own);
-      out.push_back(at ? *at : DstPiece{0, b, relative(b, own.offset)});
     }
   }
   return out;

@@ -8,14 +8,25 @@
 namespace reshard {
 namespace {
 
+// Members of one fused storage must agree outside the fuse dim: dtype, mesh, split, and on every rank
+// the same local extent and the same cut of every other dim.
 bool same_outside(const ParamPlan& a, const ParamPlan& b, int fuse_dim) {
   if (a.shape.n != b.shape.n || a.dtype != b.dtype || a.dst.mesh.ranks != b.dst.mesh.ranks) return false;
   if (a.dst_fuse_groups != b.dst_fuse_groups || a.dst_split_dim != b.dst_split_dim) return false;
   for (int d = 0; d < a.shape.n; ++d)
     if (d != fuse_dim && a.shape[d] != b.shape[d]) return false;
   if (a.dst.placements.size() != b.dst.placements.size()) return false;
-  for (size_t i = 0; i < a.dst.placements.size(); ++i)
-    if (a.dst.placements[i].shard_dim != b.dst.placements[i].shard_dim) return false;
+  for (size_t i = 0; i < a.dst.placements.size(); ++i) {
+    const Placement &pa = a.dst.placements[i], &pb = b.dst.placements[i];
+    if (pa.shard_dim != pb.shard_dim) return false;
+    if (pa.shard_dim != fuse_dim && pa != pb) return false;
+  }
+  if (a.dst.plain() && b.dst.plain()) return true;
+  for (int f = 0; f < a.dst.mesh.size(); ++f) {
+    const Dims sa = a.dst.local_shape(a.shape, f), sb = b.dst.local_shape(b.shape, f);
+    for (int d = 0; d < a.shape.n; ++d)
+      if (d != fuse_dim && sa[d] != sb[d]) return false;
+  }
   return true;
 }
 
@@ -63,7 +74,7 @@ std::vector<std::vector<int64_t>> fused_origins(const Plan& plan) {
     for (uint32_t m : members) {
       const ParamPlan& p = plan.params[m];
       if (p.dst_fuse_index > 0) out[m] = running;
-      for (int f = 0; f < p.dst.mesh.size(); ++f) running[f] += p.dst.local_box(p.shape, f).extent[p.dst_fuse_dim];
+      for (int f = 0; f < p.dst.mesh.size(); ++f) running[f] += p.dst.local_shape(p.shape, f)[p.dst_fuse_dim];
     }
   }
   return out;

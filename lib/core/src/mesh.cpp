@@ -1,6 +1,7 @@
 #include "reshard/core/mesh.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "reshard/core/error.h"
 
@@ -57,19 +58,188 @@ Mesh make_mesh(const std::vector<std::pair<std::string, int>>& inner_first, int 
   return m;
 }
 
-std::string Placement::str() const { return replicate() ? "R" : "S(" + std::to_string(shard_dim) + ")"; }
+namespace {
+
+// One run of the current local index space along a sharded dim, [begin, end), and where it starts in
+// the coordinate's new local tensor.
+struct Segment {
+  int64_t begin, end, at;
+};
+
+// The runs coordinate `c` of a mesh dim of `size` keeps of a local extent `n`, and its new extent.
+std::vector<Segment> segments(const Placement& p, int64_t n, int size, int c, int64_t& local) {
+  using Cut = Placement::Cut;
+  std::vector<Segment> out;
+  switch (p.cut) {
+    case Cut::Chunk: {
+      const Range r = chunk_range(n, size, c);
+      out.push_back({r.begin, r.end, 0});
+      local = r.size();
+      break;
+    }
+    case Cut::Blocks: {
+      const int64_t k = std::max<int64_t>(p.count, 1);
+      const Range r = chunk_range(n, k, static_cast<int64_t>(c) * k / size);
+      out.push_back({r.begin, r.end, 0});
+      local = r.size();
+      break;
+    }
+    case Cut::Pad: {
+      const int64_t per = p.count / size, begin = c * per;
+      out.push_back({std::min(begin, n), std::min(begin + per, n), 0});
+      local = per;
+      break;
+    }
+    case Cut::Balanced: {
+      const int64_t base = n / size, rem = n % size;
+      const int64_t begin = c * base + std::min<int64_t>(c, rem);
+      out.push_back({begin, begin + base + (c < rem ? 1 : 0), 0});
+      local = base + (c < rem ? 1 : 0);
+      break;
+    }
+    case Cut::Cyclic: {
+      local = 0;
+      for (int64_t i = c; i < n; i += size) out.push_back({i, i + 1, local++});
+      break;
+    }
+    case Cut::Sections: {
+      int64_t base = 0;
+      local = 0;
+      for (int64_t s : p.sections) {
+        const Range r = chunk_range(s, size, c);
+        out.push_back({base + r.begin, base + r.end, local});
+        local += r.size();
+        base += s;
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Placement::str() const {
+  if (replicate()) return "R";
+  std::string s = "S(" + std::to_string(shard_dim);
+  switch (cut) {
+    case Cut::Chunk:
+      break;
+    case Cut::Blocks:
+      s += ",blocks=" + std::to_string(count);
+      break;
+    case Cut::Pad:
+      s += ",pad=" + std::to_string(count);
+      break;
+    case Cut::Balanced:
+      s += ",balanced";
+      break;
+    case Cut::Cyclic:
+      s += ",cyclic";
+      break;
+    case Cut::Sections: {
+      s += ",sections=[";
+      for (size_t i = 0; i < sections.size(); ++i) {
+        if (i) s += ',';
+        s += std::to_string(sections[i]);
+      }
+      s += "]";
+      break;
+    }
+  }
+  return s + ")";
+}
+
+namespace {
+
+bool parse_count(const std::string& s, int64_t& out) {
+  if (s.empty() || s.size() > 15 || !std::all_of(s.begin(), s.end(), ::isdigit)) return false;
+  out = std::stoll(s);
+  return out > 0;
+}
+
+}  // namespace
 
 Placement Placement::parse(const std::string& s) {
   if (s == "R") return Placement{};
-  if (s.size() >= 4 && s.rfind("S(", 0) == 0 && s.back() == ')') {
-    const std::string digits = s.substr(2, s.size() - 3);
-    if (!digits.empty() && digits.size() <= 2 && std::all_of(digits.begin(), digits.end(), ::isdigit)) {
-      int d = std::stoi(digits);
-      if (d < kMaxDims) return Placement{d};
+  auto bad = [&]() {
+    return config_error("bad placement '" + s + "' (expected \"R\" or \"S(d)\" with d < " + std::to_string(kMaxDims) +
+                        ", optionally \"S(d,blocks=k)\", \"S(d,pad=P)\", \"S(d,balanced)\", \"S(d,cyclic)\" or "
+                        "\"S(d,sections=[a,b,...])\")");
+  };
+  if (s.size() < 4 || s.rfind("S(", 0) != 0 || s.back() != ')') throw bad();
+  const std::string body = s.substr(2, s.size() - 3);
+  const size_t comma = body.find(',');
+  const std::string digits = body.substr(0, comma);
+  if (digits.empty() || digits.size() > 2 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) throw bad();
+  Placement p = shard(std::stoi(digits));
+  if (p.shard_dim >= kMaxDims) throw bad();
+  if (comma == std::string::npos) return p;
+  const std::string opt = body.substr(comma + 1);
+  auto value = [&](std::string_view key) -> std::optional<std::string> {
+    if (opt.rfind(key, 0) != 0) return std::nullopt;
+    return opt.substr(key.size());
+  };
+  if (opt == "balanced") {
+    p.cut = Cut::Balanced;
+  } else if (opt == "cyclic") {
+    p.cut = Cut::Cyclic;
+  } else if (auto blocks = value("blocks=")) {
+    p.cut = Cut::Blocks;
+    if (!parse_count(*blocks, p.count)) throw bad();
+  } else if (auto padded = value("pad=")) {
+    p.cut = Cut::Pad;
+    if (!parse_count(*padded, p.count)) throw bad();
+  } else if (auto sections = value("sections=")) {
+    p.cut = Cut::Sections;
+    if (sections->size() < 3 || sections->front() != '[' || sections->back() != ']') throw bad();
+    const std::string list = sections->substr(1, sections->size() - 2);
+    size_t at = 0;
+    while (true) {
+      const size_t next = list.find(',', at);
+      int64_t n = 0;
+      if (!parse_count(list.substr(at, next - at), n)) throw bad();
+      p.sections.push_back(n);
+      if (next == std::string::npos) break;
+      at = next + 1;
     }
+    if (p.sections.size() > 64) throw bad();
+  } else {
+    throw bad();
   }
-  throw config_error("bad placement '" + s + "' (expected \"R\" or \"S(d)\" with d < " +
-                     std::to_string(kMaxDims) + ")");
+  return p;
+}
+
+std::string Placement::check(int64_t extent, int size) const {
+  const std::string at = str() + " of " + std::to_string(extent) + " over " + std::to_string(size);
+  switch (cut) {
+    case Cut::Blocks:
+      if (count <= 0 || size % count != 0)
+        return at + ": " + std::to_string(count) + " blocks do not divide the mesh dim";
+      if (extent % count != 0) return at + ": the dim does not split into " + std::to_string(count) + " blocks";
+      break;
+    case Cut::Pad:
+      if (count < extent || count % size != 0)
+        return at + ": padded size " + std::to_string(count) + " is below the dim or not a multiple of the mesh dim";
+      break;
+    case Cut::Sections: {
+      int64_t sum = 0;
+      for (int64_t s : sections) sum += s;
+      if (sum != extent) return at + ": sections sum to " + std::to_string(sum);
+      break;
+    }
+    default:
+      break;
+  }
+  return "";
+}
+
+bool Layout::plain() const {
+  return std::all_of(placements.begin(), placements.end(), [](const Placement& p) { return p.plain(); });
+}
+
+bool Layout::single_box() const {
+  return std::all_of(placements.begin(), placements.end(), [](const Placement& p) { return p.contiguous(); });
 }
 
 Box Layout::local_box(const Dims& global_shape, int flat) const {
@@ -78,16 +248,80 @@ Box Layout::local_box(const Dims& global_shape, int flat) const {
   for (int d = 0; d < mesh.ndim(); ++d) {
     const Placement& p = placements[d];
     if (p.replicate()) continue;
-    // Nested sharding of one tensor dim: chunk the current range again.
+    // Nested sharding of one tensor dim: cut the current range again.
     const int td = p.shard_dim;
-    Range r = chunk_range(b.extent[td], mesh.dim_sizes[d], c[d]);
-    b.offset[td] += r.begin;
-    b.extent[td] = r.size();
+    int64_t local = 0;
+    const std::vector<Segment> segs = segments(p, b.extent[td], mesh.dim_sizes[d], c[d], local);
+    const Segment& s = segs.empty() ? Segment{b.extent[td], b.extent[td], 0} : segs.front();
+    b.offset[td] += s.begin;
+    b.extent[td] = std::max<int64_t>(s.end - s.begin, 0);
   }
   return b;
 }
 
+std::vector<LocalPiece> Layout::local_pieces(const Dims& global_shape, int flat) const {
+  std::vector<LocalPiece> pieces{{full_box(global_shape), Dims::zeros(global_shape.n)}};
+  Dims shape = global_shape;
+  const std::vector<int> c = mesh.coords(flat);
+  for (int d = 0; d < mesh.ndim(); ++d) {
+    const Placement& p = placements[d];
+    if (p.replicate()) continue;
+    const int td = p.shard_dim;
+    int64_t local = 0;
+    const std::vector<Segment> segs = segments(p, shape[td], mesh.dim_sizes[d], c[d], local);
+    shape[td] = local;
+    std::vector<LocalPiece> next;
+    for (const LocalPiece& piece : pieces) {
+      const int64_t a = piece.at[td], e = piece.box.extent[td];
+      for (const Segment& s : segs) {
+        const int64_t lo = std::max(a, s.begin), hi = std::min(a + e, s.end);
+        if (lo >= hi) continue;
+        LocalPiece q = piece;
+        q.box.offset[td] += lo - a;
+        q.box.extent[td] = hi - lo;
+        q.at[td] = s.at + (lo - s.begin);
+        next.push_back(q);
+      }
+    }
+    pieces = std::move(next);
+  }
+  pieces.erase(std::remove_if(pieces.begin(), pieces.end(), [](const LocalPiece& q) { return q.box.empty(); }),
+               pieces.end());
+  return pieces;
+}
+
+int64_t Layout::held_elements(const Dims& global_shape, int flat) const {
+  if (single_box()) return local_box(global_shape, flat).elements();
+  int64_t n = 0;
+  for (const LocalPiece& q : local_pieces(global_shape, flat)) n += q.box.elements();
+  return n;
+}
+
+Dims Layout::local_shape(const Dims& global_shape, int flat) const {
+  Dims shape = global_shape;
+  const std::vector<int> c = mesh.coords(flat);
+  for (int d = 0; d < mesh.ndim(); ++d) {
+    const Placement& p = placements[d];
+    if (p.replicate()) continue;
+    int64_t local = 0;
+    segments(p, shape[p.shard_dim], mesh.dim_sizes[d], c[d], local);
+    shape[p.shard_dim] = local;
+  }
+  return shape;
+}
+
 bool Layout::uneven(const Dims& global_shape) const {
+  if (!plain()) {
+    int64_t first = -1;
+    for (int f = 0; f < mesh.size(); ++f) {
+      int64_t held = 0;
+      for (const LocalPiece& q : local_pieces(global_shape, f)) held += q.box.elements();
+      if (held != local_shape(global_shape, f).product()) return true;  // padding
+      if (first >= 0 && held != first) return true;
+      first = held;
+    }
+    return false;
+  }
   Dims sizes = global_shape;
   for (int d = 0; d < mesh.ndim(); ++d) {
     const Placement& p = placements[d];

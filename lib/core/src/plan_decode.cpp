@@ -243,6 +243,22 @@ Layout read_layout(const Reader& r, const json& obj, const std::string& path, in
   return l;
 }
 
+// Each placement's cut must fit its dim (a nested cut sees the extent left by the ones before); the
+// source side holds one box per rank (its local shard).
+void check_cuts(const Reader& r, const std::string& path, const Layout& l, const Dims& shape, bool dst) {
+  Dims extent = shape;
+  for (size_t i = 0; i < l.placements.size() && i < l.mesh.dim_sizes.size(); ++i) {
+    const Placement& p = l.placements[i];
+    if (p.replicate() || p.shard_dim >= shape.n) continue;
+    const std::string at = index_path(key_path(path, "placements"), i);
+    if (!dst && !p.plain()) r.fail(at, p.str() + ": a source shard is a torch.chunk Shard or Replicate");
+    const std::string bad = p.check(extent[p.shard_dim], l.mesh.dim_sizes[i]);
+    if (!bad.empty()) r.fail(at, bad);
+    Layout one{Mesh{{"x"}, {l.mesh.dim_sizes[i]}, std::vector<int>(static_cast<size_t>(l.mesh.dim_sizes[i]), 0)}, {p}};
+    extent = one.local_shape(extent, 0);
+  }
+}
+
 void check_box(const Reader& r, const std::string& path, const char* what, const Dims& d, const Dims& shape) {
   if (d.n != shape.n) {
     r.fail(path, std::string(what) + " " + d.str() + " has " + std::to_string(d.n) + " dims; the param has " +
@@ -303,6 +319,8 @@ void read_param(const Reader& r, const json& v, const std::string& path, size_t 
 
   p.src = read_layout(r, r.at(v, path, "src"), key_path(path, "src"), p.shape.n, world);
   p.dst = read_layout(r, r.at(v, path, "dst"), key_path(path, "dst"), p.shape.n, world);
+  check_cuts(r, key_path(path, "src"), p.src, p.shape, false);
+  check_cuts(r, key_path(path, "dst"), p.dst, p.shape, true);
   const std::string sp = key_path(path, "dst_storage");
   const json& storage = r.object_at(v, path, "dst_storage");
   p.dst_storage = r.str_at(storage, sp, "name");

@@ -235,17 +235,17 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
       const Mesh dst_mesh = (gen_expert_mesh ? meshes.gen_expert : meshes.gen).slice("pp", c.gen_stage);
       std::map<std::string, Placement> src_p, dst_p;
       if (expert) {
-        src_p["ep"] = Placement{0};
-        if (c.rule.train_tp_dim >= 0) src_p["etp"] = Placement{c.rule.train_tp_dim};
+        src_p["ep"] = Placement::shard(0);
+        if (c.rule.train_tp_dim >= 0) src_p["etp"] = Placement::shard(c.rule.train_tp_dim);
         if (gen_expert_mesh) {  // Megatron on both sides: experts over ep, their projections over etp
-          dst_p["ep"] = Placement{0};
-          if (c.rule.gen_tp_dim >= 0) dst_p["etp"] = Placement{c.rule.gen_tp_dim};
+          dst_p["ep"] = Placement::shard(0);
+          if (c.rule.gen_tp_dim >= 0) dst_p["etp"] = Placement::shard(c.rule.gen_tp_dim);
         } else {
-          dst_p["tp"] = gp.ep > 1 ? Placement{0} : Placement{c.rule.gen_tp_dim};
+          dst_p["tp"] = gp.ep > 1 ? Placement::shard(0) : Placement::shard(c.rule.gen_tp_dim);
         }
       } else {
-        if (c.rule.train_tp_dim >= 0) src_p["tp"] = Placement{c.rule.train_tp_dim};
-        if (c.rule.gen_tp_dim >= 0) dst_p["tp"] = Placement{c.rule.gen_tp_dim};
+        if (c.rule.train_tp_dim >= 0) src_p["tp"] = Placement::shard(c.rule.train_tp_dim);
+        if (c.rule.gen_tp_dim >= 0) dst_p["tp"] = Placement::shard(c.rule.gen_tp_dim);
       }
       pp.src = make_layout(src_mesh, src_p);
       pp.dst = make_layout(dst_mesh, dst_p);

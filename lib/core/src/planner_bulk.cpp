@@ -20,19 +20,30 @@ constexpr double kBetaBytesPerSecond = 25e9;
 constexpr int64_t kMinStripeBytes = 256 << 10;
 
 struct DistinctBox {
-  Box box;
-  std::vector<int> ranks;  // global ranks holding exactly this box, in mesh order
+  Box box;                        // the box held (single-box layouts: the bounding box)
+  std::vector<LocalPiece> held;   // what the layout gives these ranks (several pieces: cyclic, sections)
+  std::vector<int> ranks;  // global ranks holding exactly this, in mesh order
   std::vector<int> flats;  // their flat mesh indices
 };
 
 std::vector<DistinctBox> distinct_boxes(const Layout& layout, const Dims& shape) {
   std::vector<DistinctBox> out;
-  std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t> index;
+  std::map<std::vector<int64_t>, size_t> index;
+  const bool single = layout.single_box();
   for (int f = 0; f < layout.mesh.size(); ++f) {
-    Box b = layout.local_box(shape, f);
-    auto key = std::make_pair(b.offset.to_vector(), b.extent.to_vector());
+    DistinctBox d;
+    d.box = layout.local_box(shape, f);
+    d.held = single ? std::vector<LocalPiece>{{d.box, Dims::zeros(shape.n)}} : layout.local_pieces(shape, f);
+    if (single && d.box.empty()) d.held.clear();
+    std::vector<int64_t> key;
+    for (const LocalPiece& q : d.held) {
+      const std::vector<int64_t> o = q.box.offset.to_vector(), e = q.box.extent.to_vector();
+      key.insert(key.end(), o.begin(), o.end());
+      key.insert(key.end(), e.begin(), e.end());
+    }
+    if (d.held.empty()) key = d.box.offset.to_vector();  // empty shards: one entry per position
     auto [it, fresh] = index.try_emplace(key, out.size());
-    if (fresh) out.push_back(DistinctBox{b, {}, {}});
+    if (fresh) out.push_back(std::move(d));
     out[it->second].ranks.push_back(layout.mesh.ranks[f]);
     out[it->second].flats.push_back(f);
   }
@@ -68,7 +79,7 @@ struct Piece {
 
 // The storage pieces of a distinct dst box: one whole-box piece unless the destination splits it.
 std::vector<Box> dst_pieces(const DstMap& map, uint32_t p, const DistinctBox& d) {
-  if (!map.piecewise(p)) return {d.box};
+  if (!map.piecewise(p)) return {d.box};  // single box, held at the local origin
   std::vector<Box> out;
   for (const DstPiece& piece : map.pieces(p, d.flats[0])) out.push_back(piece.box);
   return out;
@@ -95,7 +106,7 @@ class BulkPlanner {
     size_t max_replicas = 1, piece_pairs = 0;
     for (size_t d = 0; d < dst.size(); ++d) {
       max_replicas = std::max(max_replicas, dst[d].ranks.size());
-      if (dst[d].box.empty()) continue;
+      if (dst[d].held.empty()) continue;
       for (const Box& part : dst_pieces(map_, p, dst[d]))
         for (size_t s = 0; s < src.size(); ++s)
           if (auto inter = intersect(part, src[s].box)) pieces[d].push_back({*inter, s});
@@ -174,7 +185,7 @@ class BulkPlanner {
 
   // Where box `b` of param p lands on dst mesh position `flat`: pieces never cross a storage piece.
   DstPiece locate(uint32_t p, const Box& b, const DistinctBox& D, int flat) const {
-    const std::optional<DstPiece> at = map_.locate(p, flat, b, D.box);
+    const std::optional<DstPiece> at = map_.locate(p, flat, b, D.held);
     if (!at) throw runtime_error("internal error: param " + plan_.params[p].name + ": box " + b.str() +
                                  " crosses a destination storage piece");
     return *at;

@@ -32,10 +32,10 @@ std::set<int64_t> inner_boundaries(const Layout &layout, const Dims &shape,
                                    int dim) {
   std::set<int64_t> out;
   for (int f = 0; f < layout.mesh.size(); ++f) {
-    const Box b = layout.local_box(shape, f);
-    for (int64_t x : {b.offset[dim], b.offset[dim] + b.extent[dim]})
-      if (x > 0 && x < shape[dim])
-        out.insert(x);
+    for (const LocalPiece &q : layout.local_pieces(shape, f))
+      for (int64_t x : {q.box.offset[dim], q.box.offset[dim] + q.box.extent[dim]})
+        if (x > 0 && x < shape[dim])
+          out.insert(x);
   }
   return out;
 }
@@ -174,9 +174,9 @@ void apply_precision(Plan &plan, GenPrecision gen,
     }
     std::set<int64_t> bad;
     for (int f = 0; f < p.dst.mesh.size(); ++f) {
-      const Box b = p.dst.local_box(p.shape, f);
-      if (b.extent[k] % kMxBlock != 0)
-        bad.insert(b.extent[k]);
+      const int64_t extent = p.dst.local_shape(p.shape, f)[k];
+      if (extent % kMxBlock != 0)
+        bad.insert(extent);
     }
     if (!bad.empty())
       problems.add("--gen-precision mxfp8: " + p.name +

@@ -18,7 +18,7 @@ PhaseLowerBounds compute_phase_lower_bounds(const Plan& plan) {
     const int64_t esize = dtype_size(p.dtype);
     // Gen side: everything a gen rank holds must arrive (the groups are disjoint).
     for (int f = 0; f < p.dst.mesh.size(); ++f) {
-      const int64_t n = p.dst.local_box(p.shape, f).elements() * esize;
+      const int64_t n = p.dst.held_elements(p.shape, f) * esize;
       moved[p.dst.mesh.ranks[f]] += n;
       lb.received[ph][p.dst.mesh.ranks[f]] += n;
     }

@@ -53,10 +53,14 @@ std::vector<LocalStorage> dst_storages(const Plan& plan, int rank) {
     const int f = p.dst.mesh.flat_index_of_rank(rank);
     if (f < 0) continue;
     std::vector<DstPiece> pieces = map.pieces(i, f);
-    if (pieces.empty()) {  // an empty shard (torch.chunk remainder) still names its storage
+    // The param's local tensor spans its storage to `reach` (padding included), and an empty torch.chunk
+    // remainder still names its storage.
+    const Dims reach = map.reach(i, f);
+    if (pieces.empty()) {
       const Box own = p.dst.local_box(p.shape, f);
-      const std::optional<DstPiece> at = map.locate(i, f, own, own);
-      pieces.push_back(at ? *at : DstPiece{0, own, Dims::zeros(p.shape.n)});
+      const Box none{own.offset, Dims::zeros(p.shape.n)};
+      const std::optional<DstPiece> at = map.locate(i, f, none, {LocalPiece{none, Dims::zeros(p.shape.n)}});
+      pieces.push_back(at ? *at : DstPiece{0, none, Dims::zeros(p.shape.n)});
     }
     for (const DstPiece& piece : pieces) {
       const std::string name = DstMap::storage_name(p, piece.storage);
@@ -64,7 +68,8 @@ std::vector<LocalStorage> dst_storages(const Plan& plan, int rank) {
       if (fresh) out.push_back(LocalStorage{name, p.dtype, Dims::zeros(p.shape.n), {}, {}, {}});
       LocalStorage& s = out[it->second];
       s.members.push_back(StorageMember{i, piece.box, piece.offset});
-      for (int d = 0; d < p.shape.n; ++d) s.shape[d] = std::max(s.shape[d], piece.offset[d] + piece.box.extent[d]);
+      for (int d = 0; d < p.shape.n; ++d)
+        s.shape[d] = std::max({s.shape[d], piece.offset[d] + piece.box.extent[d], reach[d]});
       if (p.mxfp8) {
         s.dtype = DType::F8_E4M3;
         s.scale_name = p.dst_split_dim >= 0 ? name + "_scale" : p.scale_storage;

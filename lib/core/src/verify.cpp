@@ -97,11 +97,14 @@ class Verifier {
     // Every dst rank: exactly its box, exactly once.
     for (int f = 0; f < param.dst.mesh.size(); ++f) {
       const int rank = param.dst.mesh.ranks[f];
-      const Box need = param.dst.local_box(param.shape, f);
+      const std::vector<LocalPiece> held = map_.held(p, f);
+      int64_t needed = 0;
+      for (const LocalPiece& q : held) needed += q.box.elements();
+      const Box need = held.size() == 1 ? held[0].box : param.dst.local_box(param.shape, f);
       std::vector<Box>& got = received[rank];
       int64_t total = 0;
       for (const Box& b : got) total += b.elements();
-      report_.elements_checked += need.elements();
+      report_.elements_checked += needed;
       bool overlap = false;
       for (size_t a = 0; a < got.size() && !overlap; ++a)
         for (size_t b = a + 1; b < got.size() && !overlap; ++b)
@@ -109,9 +112,9 @@ class Verifier {
             problem(where(param, rank, got[b]) + ": received twice (overlaps " + got[a].str() + ")");
             overlap = true;
           }
-      if (!overlap && total != need.elements())
+      if (!overlap && total != needed)
         problem(where(param, rank, need) + ": receives " + std::to_string(total) + " of its " +
-                std::to_string(need.elements()) + " elements");
+                std::to_string(needed) + " elements");
     }
     for (auto& [rank, boxes] : received)
       if (param.dst.mesh.flat_index_of_rank(rank) < 0 && !boxes.empty())
@@ -125,11 +128,12 @@ class Verifier {
       return;
     }
     const int k = param.shape.n - 1;
-    for (int f = 0; f < param.dst.mesh.size(); ++f) {
-      const Box b = param.dst.local_box(param.shape, f);
-      if (b.extent[k] % 32 != 0 || b.offset[k] % 32 != 0)
-        problem(where(param, param.dst.mesh.ranks[f], b) + ": mxfp8 shard does not span whole 32-element K blocks");
-    }
+    for (int f = 0; f < param.dst.mesh.size(); ++f)
+      for (const LocalPiece& q : param.dst.local_pieces(param.shape, f))
+        if (q.box.extent[k] % 32 != 0 || q.box.offset[k] % 32 != 0 || q.at[k] % 32 != 0) {
+          problem(where(param, param.dst.mesh.ranks[f], q.box) + ": mxfp8 shard does not span whole 32-element K blocks");
+          break;
+        }
   }
 
   // The box must lie in what `rank` holds under the dst layout, inside one storage piece, at the right
@@ -141,9 +145,12 @@ class Verifier {
       problem(where(param, rank, box) + ": destination is not in the destination mesh");
       return false;
     }
-    const Box own = param.dst.local_box(param.shape, df);
-    if (!contains(own, box)) {
-      problem(where(param, rank, box) + ": destination holds only " + own.str());
+    const std::vector<LocalPiece> own = map_.held(p, df);
+    if (std::none_of(own.begin(), own.end(), [&](const LocalPiece& q) { return contains(q.box, box); })) {
+      std::string holds;
+      for (size_t i = 0; i < own.size() && i < 4; ++i) holds += (i ? " " : "") + own[i].box.str();
+      if (own.size() > 4) holds += " ... (" + std::to_string(own.size()) + " pieces)";
+      problem(where(param, rank, box) + ": destination holds only " + (own.empty() ? "nothing" : holds));
       return false;
     }
     const std::optional<DstPiece> at = map_.locate(p, df, box, own);

@@ -59,14 +59,19 @@ class DstMap {
  public:
   explicit DstMap(const Plan& plan);
 
-  // The pieces of param p's dst box at dst mesh position `flat`: split index major, group minor.
+  // The pieces of param p's dst box at dst mesh position `flat`: layout piece, then split index, then group.
   std::vector<DstPiece> pieces(uint32_t p, int flat) const;
-  // The piece holding all of `box` (inside p's dst box at `flat`), with `offset` moved to box's origin;
-  // nullopt when `box` crosses a piece boundary (another expert, another group).
+  // What the dst layout gives p at `flat`: global boxes and their offsets in the local tensor.
+  std::vector<LocalPiece> held(uint32_t p, int flat) const;
+  // The piece holding all of `box` (inside one of p's held pieces at `flat`), with `offset` moved to
+  // box's origin; nullopt when `box` crosses a piece boundary (another expert, another group, outside).
   std::optional<DstPiece> locate(uint32_t p, int flat, const Box& box) const;
-  // The same, given p's dst box at `flat` (saves recomputing it per transfer).
-  std::optional<DstPiece> locate(uint32_t p, int flat, const Box& box, const Box& own) const;
-  // A param whose pieces are not one box per rank (split or interleaved).
+  // The same, given held(p, flat) (saves recomputing it per transfer).
+  std::optional<DstPiece> locate(uint32_t p, int flat, const Box& box, const std::vector<LocalPiece>& own) const;
+  // How far p's local tensor at `flat` reaches into its storage (padding included): the storage is at
+  // least this large (per split index with dst_split_dim; interleaved members: 0, their pieces say).
+  Dims reach(uint32_t p, int flat) const;
+  // A param whose pieces are not one box per rank (split, interleaved, cyclic or sectioned).
   bool piecewise(uint32_t p) const;
   // Problems found while building (an interleave whose groups do not align with the dst shards).
   const std::vector<std::string>& problems() const { return problems_; }
@@ -81,6 +86,8 @@ class DstMap {
     int64_t rows = 0, origin = 0, stride = 0;
     std::vector<int64_t> origins;
   };
+  std::optional<DstPiece> to_storage(uint32_t p, int flat, const Box& box, const Dims& local) const;
+
   const Plan& plan_;
   std::vector<Fuse> fuse_;
   std::vector<std::string> problems_;

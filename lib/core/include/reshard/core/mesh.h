@@ -29,20 +29,69 @@ struct Mesh {
 // Ranks are offset + linear index.
 Mesh make_mesh(const std::vector<std::pair<std::string, int>>& inner_first, int offset);
 
-// Shard(dim) or Replicate, per mesh dim.
+// Shard(dim) or Replicate, per mesh dim. A Shard cuts its tensor dim over the mesh dim one of these
+// ways (the string form in the plan file; docs/plan-format.md):
+//   "S(d)"              torch.chunk: ceil(n/size) per coordinate, trailing chunks short or empty (DTensor)
+//   "S(d,blocks=k)"     k equal blocks, each held by size/k consecutive coordinates: coordinate c holds
+//                       block c / (size/k) (vLLM QKVParallelLinear's replicated KV heads)
+//   "S(d,pad=P)"        the dim padded to P, cut in P/size rows each; the local tensor has P/size rows,
+//                       the rows past n are padding no transfer writes (vLLM VocabParallelEmbedding)
+//   "S(d,balanced)"     n/size each, the first n % size coordinates one more (vLLM linear expert map)
+//   "S(d,cyclic)"       index i on coordinate i % size, at local index i / size (vLLM round_robin experts)
+//   "S(d,sections=[a,b,...])"  the dim is sections of a, b, ... rows, each chunked over the mesh dim; the
+//                       local tensor concatenates the coordinate's chunk of every section (vLLM's
+//                       sharded mamba / conv1d loaders)
 struct Placement {
+  enum class Cut : uint8_t { Chunk, Blocks, Pad, Balanced, Cyclic, Sections };
   int shard_dim = -1;  // -1: Replicate
+  Cut cut = Cut::Chunk;
+  int64_t count = 0;              // Blocks: k; Pad: P
+  std::vector<int64_t> sections;  // Sections
+
   bool replicate() const { return shard_dim < 0; }
-  std::string str() const;  // "S(0)" or "R"
+  bool plain() const { return replicate() || cut == Cut::Chunk; }
+  // One contiguous run per coordinate (false: cyclic and sections give several).
+  bool contiguous() const { return cut != Cut::Cyclic && cut != Cut::Sections; }
+  std::string str() const;  // "S(0)", "S(0,blocks=4)", ..., or "R"
   static Placement parse(const std::string& s);  // throws Error(Config)
+  // Problems of this placement on a tensor dim of `extent` over a mesh dim of `size` ("" when none).
+  std::string check(int64_t extent, int size) const;
+  bool operator==(const Placement& o) const {
+    return shard_dim == o.shard_dim && (replicate() || (cut == o.cut && count == o.count && sections == o.sections));
+  }
+  bool operator!=(const Placement& o) const { return !(*this == o); }
+
+  static Placement shard(int dim) { return Placement{dim, Cut::Chunk, 0, {}}; }
+  static Placement blocks(int dim, int64_t k) { return Placement{dim, Cut::Blocks, k, {}}; }
+  static Placement pad(int dim, int64_t padded) { return Placement{dim, Cut::Pad, padded, {}}; }
+  static Placement balanced(int dim) { return Placement{dim, Cut::Balanced, 0, {}}; }
+  static Placement cyclic(int dim) { return Placement{dim, Cut::Cyclic, 0, {}}; }
+  static Placement split(int dim, std::vector<int64_t> sections) { return Placement{dim, Cut::Sections, 0, std::move(sections)}; }
+};
+
+// One piece of what a rank holds: a global box and where it starts in the rank's local tensor.
+struct LocalPiece {
+  Box box;
+  Dims at;
 };
 
 struct Layout {
   Mesh mesh;
   std::vector<Placement> placements;  // one per mesh dim
 
-  // Box held by the rank at flat mesh index `flat` (torch.chunk semantics).
+  // Every placement is Replicate or a torch.chunk Shard: one box per rank, at the local origin.
+  bool plain() const;
+  // Each rank holds one box (possibly padded): no cyclic or sectioned placement.
+  bool single_box() const;
+  // Box held by the rank at flat mesh index `flat`. Needs single_box(); a padded dim gives the rows
+  // actually held (the local tensor may be longer: local_shape).
   Box local_box(const Dims& global_shape, int flat) const;
+  // The pieces held by the rank at `flat` (empty ones dropped), in local-offset order per placement.
+  std::vector<LocalPiece> local_pieces(const Dims& global_shape, int flat) const;
+  // Elements the rank at `flat` holds (its pieces; padding excluded).
+  int64_t held_elements(const Dims& global_shape, int flat) const;
+  // Shape of the rank's local tensor (padding included).
+  Dims local_shape(const Dims& global_shape, int flat) const;
   bool uneven(const Dims& global_shape) const;
 };
 
