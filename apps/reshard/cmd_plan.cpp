@@ -31,7 +31,7 @@ struct PlanArgs {
   std::string train_gpus, gen_gpus, train, gen;
   std::string first_stage_layers, last_stage_layers, head_dim;
   std::string bulk = "ffn", gen_layout = "hf", fanout = "auto", bucket_bytes = "1Gi";
-  std::string gen_precision = "auto", scales = "misc";
+  std::string gen_precision = "auto", scales = "misc", gen_expert_placement = "linear";
   std::vector<std::string> exclude;
   bool force = false, summary = false;
 };
@@ -207,6 +207,9 @@ int run_plan(const PlanArgs& a) {
       problems, [&] { options.gen_precision = parse_gen_precision(a.gen_precision); }, "--gen-precision");
   check(
       problems, [&] { options.scales = parse_scales_path(a.scales); }, "--scales");
+  check(
+      problems, [&] { options.gen_expert_placement = parse_expert_placement(a.gen_expert_placement); },
+      "--gen-expert-placement");
   if (options.bucket_bytes <= 0)
     problems.add("--bucket-bytes must be positive, got '" + a.bucket_bytes + "'");
   if (!a.head_dim.empty())
@@ -318,8 +321,12 @@ void add_plan_command(CLI::App& app, Action& action) {
                   "Generation storage: hf (default), vllm (fused) or megatron (fused fc1, per-expert tensors, "
                   "interleaved linear_qkv); see docs/layouts.md");
   cmd->add_option("--head-dim", args->head_dim,
-                  "Attention head dim for --gen-layout megatron --bulk all (linear_qkv query groups = k rows / "
-                  "head dim; default: the q_norm/k_norm size)");
+                  "Attention head dim (heads = q rows / head dim) for vLLM's head checks and KV-head replication "
+                  "and Megatron's linear_qkv query groups (default: the q_norm/k_norm size)");
+  cmd->add_option("--gen-expert-placement", args->gen_expert_placement,
+                  "vLLM EP expert placement: linear (default; the first E % ep ranks hold one more) or round_robin "
+                  "(expert e on rank e % ep; vLLM honours it for grouped-topk models)")
+      ->capture_default_str();
   cmd->add_option("--fanout", args->fanout, "Fan-out to gen replicas: auto (default), direct or two-phase");
   cmd->add_option("--bucket-bytes", args->bucket_bytes, "Misc bucket size, e.g. 256Mi, 1Gi (default 1Gi)");
   cmd->add_option("--gen-precision", args->gen_precision,

@@ -157,7 +157,7 @@ TEST(LandingLayout, LiveLandingsNeverShareSpace) {
 }
 
 TEST(OpLists, SendsMatchReceivesAndBroadcastsAgree) {
-  for (const char* model : {"tiny-dense.json", "tiny-moe.json"})
+  for (const char* model : {"vllm-qwen2.json", "tiny-moe.json"})
     for (FanoutMode fan : {FanoutMode::Direct, FanoutMode::TwoPhase})
       for (Algo algo : {Algo::Reshard, Algo::Golden}) {
         SystemConfig sys;
@@ -171,6 +171,7 @@ TEST(OpLists, SendsMatchReceivesAndBroadcastsAgree) {
         po.fanout = fan;
         po.bulk = BulkMode::All;
         po.gen_layout = GenLayout::Vllm;
+        po.head_dim = 16;
         const Plan plan = plan_reshard(load_model(std::string(RESHARD_TEST_DATA) + "/" + model), sys, po);
         for (int streams : {1, 3}) expect_matching_ops(plan, OpListOptions{algo, streams, 3000});
       }

@@ -40,8 +40,9 @@ Parallelism par(int tp, int pp = 1, int ep = 1) {
   return p;
 }
 
-PlanOptions opts(BulkMode bulk, GenLayout layout, FanoutMode fanout) {
+PlanOptions opts(BulkMode bulk, GenLayout layout, FanoutMode fanout, int head_dim = 0) {
   PlanOptions o;
+  o.head_dim = head_dim;
   o.bulk = bulk;
   o.gen_layout = layout;
   o.fanout = fanout;
@@ -61,8 +62,8 @@ const Case kCases[] = {
     {"dense_pp2_to_dp2_twophase", "tiny-dense.json", 2, par(1, 2), 2, par(1),
      opts(BulkMode::All, GenLayout::Vllm, FanoutMode::TwoPhase)},
     {"moe_ep2_to_tp2_all", "tiny-moe.json", 2, par(1, 1, 2), 2, par(2),
-     opts(BulkMode::All, GenLayout::Vllm, FanoutMode::Auto)},
-    {"dense_tp2_to_tp2dp2_twophase", "tiny-dense.json", 2, par(2), 4, par(2),
+     opts(BulkMode::All, GenLayout::Vllm, FanoutMode::Auto, 16)},
+    {"dense_tp2_to_tp2dp2_twophase", "vllm-qwen2.json", 2, par(2), 4, par(2),
      opts(BulkMode::Ffn, GenLayout::Vllm, FanoutMode::TwoPhase)},
     {"moe_ep4_to_tp4_all", "tiny-moe.json", 4, par(1, 1, 4), 4, par(4),
      opts(BulkMode::All, GenLayout::Hf, FanoutMode::Auto)},

@@ -48,7 +48,7 @@ ModelMeta random_model(std::mt19937& rng, bool moe, int layers, int experts) {
 
 TEST(PlannerProperties, RandomSmallConfigsVerify) {
   std::mt19937 rng(12345);
-  int planned = 0;
+  int planned = 0, refused = 0;
   for (int iter = 0; iter < 300; ++iter) {
     const bool moe = rng() % 2;
     const int pp = 1 + rng() % 2, ep = moe ? 1 << (rng() % 3) : 1, etp = moe ? 1 + rng() % 2 : 1;
@@ -73,7 +73,14 @@ TEST(PlannerProperties, RandomSmallConfigsVerify) {
     try {
       plan = plan_reshard(model, s, o);
     } catch (const Error& e) {
-      ADD_FAILURE() << "config " << iter << " rejected: " << e.what();
+      // vLLM divides exactly: random sizes it refuses are refused here too, naming the rule.
+      const std::string what = e.what();
+      if (o.gen_layout == GenLayout::Vllm && (what.find("vLLM refuses") != std::string::npos ||
+                                              what.find("pass --head-dim") != std::string::npos)) {
+        ++refused;
+        continue;
+      }
+      ADD_FAILURE() << "config " << iter << " rejected: " << what;
       continue;
     }
     ++planned;
@@ -95,7 +102,8 @@ TEST(PlannerProperties, RandomSmallConfigsVerify) {
       ASSERT_EQ(again.transfers[i].box, plan.transfers[i].box);
     }
   }
-  EXPECT_EQ(planned, 300);
+  EXPECT_EQ(planned + refused, 300);
+  EXPECT_GT(planned, 150) << refused << " refused";
 }
 
 }  // namespace

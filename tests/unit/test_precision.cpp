@@ -187,6 +187,7 @@ TEST(Precision, Mxfp8ParamsStoragesAndPlanFile) {
   o.gen_precision = GenPrecision::Mxfp8;
   o.bulk = BulkMode::All;
   o.gen_layout = GenLayout::Vllm;
+  o.head_dim = 4;  // 50 heads, 16 KV heads: vLLM takes tp 2
   Plan plan = plan_reshard(m, sys(2, t, 4, g), o);
   EXPECT_TRUE(verify_plan(plan).ok());
   const ParamPlan *gate =

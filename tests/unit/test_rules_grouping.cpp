@@ -66,7 +66,7 @@ TEST(Rules, MegatronStorages) {
                    {"model.layers.0.self_attn.k_proj.weight", {}, Dims{16, 32}, DType::BF16, false},
                    {"model.layers.0.self_attn.v_proj.weight", {}, Dims{16, 32}, DType::BF16, false},
                    {"model.layers.0.self_attn.q_norm.weight", {}, Dims{8}, DType::BF16, false}},
-                  o, pr);
+                  SystemConfig{}, o, pr);
   ASSERT_TRUE(pr.empty()) << pr.list()[0];
   auto r = [&](const std::string& n, bool expert) {
     return layout->assign(n, classify_param(n, expert ? 3 : 2, expert, BulkMode::All, {}), expert ? 3 : 2);
@@ -102,7 +102,7 @@ TEST(Rules, MegatronQkvNeedsHeadDim) {
   layout->prepare({{"model.layers.0.self_attn.q_proj.weight", {}, Dims{64, 32}, DType::BF16, false},
                    {"model.layers.0.self_attn.k_proj.weight", {}, Dims{16, 32}, DType::BF16, false},
                    {"model.layers.0.self_attn.v_proj.weight", {}, Dims{16, 32}, DType::BF16, false}},
-                  o, pr);
+                  SystemConfig{}, o, pr);
   ASSERT_EQ(pr.list().size(), 1u);
   EXPECT_NE(pr.list()[0].find("pass --head-dim N"), std::string::npos) << pr.list()[0];
   Problems pr2;
@@ -111,7 +111,7 @@ TEST(Rules, MegatronQkvNeedsHeadDim) {
       ->prepare({{"model.layers.0.self_attn.q_proj.weight", {}, Dims{60, 32}, DType::BF16, false},
                  {"model.layers.0.self_attn.k_proj.weight", {}, Dims{16, 32}, DType::BF16, false},
                  {"model.layers.0.self_attn.v_proj.weight", {}, Dims{16, 32}, DType::BF16, false}},
-                o, pr2);
+                SystemConfig{}, o, pr2);
   ASSERT_EQ(pr2.list().size(), 1u);
   EXPECT_NE(pr2.list()[0].find("q_proj.weight: 60 rows are not 1 query groups of whole heads"), std::string::npos)
       << pr2.list()[0];

@@ -36,18 +36,11 @@ class MegatronLayout final : public DestinationLayout {
   bool expert_mesh() const override { return true; }
 
   // linear_qkv needs the query groups of each attention layer: k rows / head_dim.
-  void prepare(const std::vector<LogicalParam>& params, const PlanOptions& options, Problems& problems) override {
+  void prepare(const std::vector<LogicalParam>& params, const SystemConfig&, const PlanOptions& options,
+               Problems& problems) override {
     if (options.bulk != BulkMode::All) return;  // q/k/v stay misc
-    int64_t head_dim = options.head_dim;
-    std::string head_dim_from = "--head-dim";
-    for (const LogicalParam& p : params) {
-      if (head_dim > 0) break;
-      if (p.shape.n == 1 && (names::ends_with(p.name, "self_attn.q_norm.weight") ||
-                             names::ends_with(p.name, "self_attn.k_norm.weight"))) {
-        head_dim = p.shape[0];
-        head_dim_from = p.name;
-      }
-    }
+    std::string head_dim_from;
+    const int64_t head_dim = find_head_dim(params, options, head_dim_from);
     std::map<std::string, const LogicalParam*> q, k, v;  // attention prefix -> weight
     for (const LogicalParam& p : params) {
       const names::QkvPart part = names::qkv_part(p.name);
@@ -91,7 +84,7 @@ class MegatronLayout final : public DestinationLayout {
       const Proj proj = names::ffn_proj(name);
       if (proj == Proj::None) return a;
       const bool grouped = rule.rule == "expert";
-      const std::string stem = megatron_path(names::stem(name, names::proj_suffix(proj)));
+      const std::string stem = megatron_path(names::ffn_stem(name));
       a.storage = stem + (proj == Proj::Down ? "linear_fc2.weight" : "linear_fc1.weight");
       if (proj != Proj::Down) {
         a.fuse_dim = grouped ? 1 : 0;

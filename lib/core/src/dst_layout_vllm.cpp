@@ -1,15 +1,111 @@
-// --gen-layout vllm: vLLM's fused local tensors. Dense gate/up -> "{stem}gate_up_proj.weight" (dim 0),
-// grouped experts gate/up -> "{stem}w13_weight" (dim 1) and down -> "{stem}w2_weight", attention
-// q/k/v -> "self_attn.qkv_proj.{weight,bias}" (dim 0, concatenated: [q_local; k_local; v_local]).
+// --gen-layout vllm: vLLM's local tensors, each rule following the vLLM source named beside it
+// (docs/layouts.md has the per-rank tables). Paths are under vllm/model_executor/ unless named.
+//
+//   dense / shared gate, up -> "{stem}gate_up_proj.weight" = [gate_r; up_r]   layers/linear.py
+//                                                     MergedColumnParallelLinear.weight_loader
+//   routed experts gate, up -> "{stem}w13_weight" [E_r, 2 I_r, H] = [w1; w3]  layers/fused_moe/layer.py
+//                 down      -> "{stem}w2_weight"  [E_r, H, I_r]                FusedMoE._load_w13/_load_w2
+//   q, k, v weight and bias -> "self_attn.qkv_proj.{weight,bias}" = [q_r; k_r; v_r], with tp > KV heads
+//                              rank r holding KV head r / (tp / KV)            layers/linear.py
+//                                                     QKVParallelLinear (num_kv_head_replicas)
+//   embed_tokens / lm_head  -> vocab padded to a multiple of 64, Vp / tp rows  layers/vocab_parallel_embedding.py
+//                              per rank, zero tail                             pad_vocab_size, VocabParallelEmbedding
+//   MLA q_a_proj, kv_a_proj_with_mqa -> "self_attn.fused_qkv_a_proj.weight", replicated   models/deepseek_v2.py
+//                                                     DeepseekV2MLAAttention, load_weights stacked_params_mapping
+//   experts over EP         -> linear (first E % ep ranks one more) or round_robin (e % ep)
+//                                                     layers/fused_moe/layer.py determine_expert_map
+//   multimodal Qwen3-VL / Qwen3.5 names -> hf_to_vllm_mapper prefixes           models/qwen3_vl.py
+//
+// vLLM divides exactly (vllm/distributed/utils.py divide(): "N is not divisible by tp"); prepare()
+// refuses every such config, naming the rule and the numbers.
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include "dst_layouts.h"
 #include "names.h"
 
 namespace reshard {
 namespace {
 
+constexpr int64_t kVocabPadding = 64;  // vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
+
+int64_t pad_vocab(int64_t v) { return (v + kVocabPadding - 1) / kVocabPadding * kVocabPadding; }
+
+std::string n(int64_t v) { return std::to_string(v); }
+
+// Qwen3-VL / Qwen3.5 hf_to_vllm_mapper (models/qwen3_vl.py Qwen3VLForConditionalGeneration): prefixes
+// applied in order.
+constexpr std::pair<std::string_view, std::string_view> kMultimodalPrefixes[] = {
+    {"model.visual.", "visual."},
+    {"lm_head.", "language_model.lm_head."},
+    {"model.language_model.", "language_model.model."},
+};
+
+bool is_vocab(const std::string& name) {
+  return names::contains(name, "embed_tokens.") || names::contains(name, "embeddings.") ||
+         names::starts_with(name, "lm_head.") || names::contains(name, "language_model.lm_head.") ||
+         names::ends_with(name, ".lm_head.weight");
+}
+
+// Groups repeated problems: one line per distinct message, with the layers it holds for.
+class Grouped {
+ public:
+  void add(const std::string& message, const std::string& where) { by_message_[message].push_back(where); }
+  void flush(Problems& problems) const {
+    for (const auto& [message, where] : by_message_) {
+      std::string s = message + " (" + where.front();
+      if (where.size() > 1) s += " and " + n(static_cast<int64_t>(where.size()) - 1) + " more";
+      problems.add(s + ")");
+    }
+  }
+
+ private:
+  std::map<std::string, std::vector<std::string>> by_message_;
+};
+
 class VllmLayout final : public DestinationLayout {
  public:
   GenLayout kind() const override { return GenLayout::Vllm; }
+
+  void prepare(const std::vector<LogicalParam>& params, const SystemConfig& system, const PlanOptions& options,
+               Problems& problems) override {
+    tp_ = std::max(system.gen.tp, 1);
+    ep_ = system.gen.ep;
+    placement_ = options.gen_expert_placement;
+    std::map<std::string, const LogicalParam*> by_name;
+    for (const LogicalParam& p : params) by_name.emplace(p.name, &p);
+    for (const LogicalParam& p : params)
+      if (names::starts_with(p.name, "model.language_model.")) multimodal_ = true;
+    Grouped refused;
+    check_attention(params, by_name, options, refused, problems);
+    check_mla(params, by_name, refused);
+    check_ffn(params, refused);
+    check_vocab(params, refused);
+    check_experts(params, options, problems);
+    refused.flush(problems);
+  }
+
+  void place(const std::string& name, const Dims& shape, const ParamRule& rule,
+             std::map<std::string, Placement>& dst) const override {
+    auto tp = dst.find("tp");
+    if (rule.rule == "attn_qkv" && tp != dst.end() && !tp->second.replicate()) {
+      const names::QkvPart part = names::qkv_part(name);
+      auto kv = kv_heads_.find(name.substr(0, part.at));
+      if (part.which > 0 && kv != kv_heads_.end() && kv->second < tp_)  // one KV head per tp / KV ranks
+        tp->second = Placement::blocks(0, kv->second);
+      return;
+    }
+    if (rule.rule == "vocab" && tp != dst.end() && tp->second.shard_dim == 0 && shape.n >= 1) {
+      const int64_t padded = pad_vocab(shape[0]);
+      if (padded != shape[0] || shape[0] % tp_ != 0) tp->second = Placement::pad(0, padded);
+      return;
+    }
+    if (rule.expert && ep_ > 1 && tp != dst.end() && tp->second.shard_dim == 0 && shape.n >= 1) {
+      if (placement_ == ExpertPlacement::RoundRobin) tp->second = Placement::cyclic(0);
+      else if (shape[0] % ep_ != 0) tp->second = Placement::balanced(0);  // equal to torch.chunk otherwise
+    }
+  }
 
   StorageAssignment assign(const std::string& name, const ParamRule& rule, int) const override {
     using names::Proj;
@@ -17,10 +113,10 @@ class VllmLayout final : public DestinationLayout {
     if (rule.rule == "ffn" || rule.rule == "shared_expert" || rule.rule == "expert") {
       const Proj proj = names::ffn_proj(name);
       const bool grouped = rule.rule == "expert";
-      if (proj == Proj::None) return a;
-      const std::string stem = names::stem(name, names::proj_suffix(proj));
+      if (proj == Proj::None) return renamed(name);
+      const std::string stem = vllm_name(names::ffn_stem(name));
       if (proj == Proj::Down) {
-        if (grouped) a.storage = stem + "w2_weight";
+        a.storage = grouped ? stem + "w2_weight" : vllm_name(name);
         return a;
       }
       a.storage = stem + (grouped ? "w13_weight" : "gate_up_proj.weight");
@@ -30,13 +126,180 @@ class VllmLayout final : public DestinationLayout {
     }
     if (rule.rule == "attn_qkv") {
       const names::QkvPart q = names::qkv_part(name);
-      if (q.at == std::string::npos) return a;
-      a.storage = name.substr(0, q.at) + "self_attn.qkv_proj." + q.suffix;
+      if (q.at == std::string::npos) return renamed(name);
+      a.storage = vllm_name(name.substr(0, q.at)) + "self_attn.qkv_proj." + q.suffix;
       a.fuse_dim = 0;
       a.fuse_index = q.which;
+      return a;
     }
+    if (rule.rule == "attn_down") {
+      for (const auto& [part, index] : {std::pair<std::string_view, int>{"self_attn.q_a_proj.weight", 0},
+                                        {"self_attn.kv_a_proj_with_mqa.weight", 1}}) {
+        if (!names::ends_with(name, part)) continue;
+        const std::string prefix = names::stem(name, part);
+        if (!fused_qkv_a_.count(prefix)) break;  // no q_lora_rank: kv_a_proj_with_mqa stays itself
+        a.storage = vllm_name(prefix) + "self_attn.fused_qkv_a_proj.weight";
+        a.fuse_dim = 0;
+        a.fuse_index = index;
+        return a;
+      }
+    }
+    return renamed(name);
+  }
+
+ private:
+  // A param that lands as itself, under vLLM's name where vLLM renames it.
+  StorageAssignment renamed(const std::string& name) const {
+    StorageAssignment a;
+    const std::string v = vllm_name(name);
+    if (v != name) a.storage = v;
     return a;
   }
+
+  std::string vllm_name(std::string s) const {
+    if (!multimodal_) return s;
+    for (const auto& [from, to] : kMultimodalPrefixes)
+      if (names::starts_with(s, from)) s = std::string(to) + s.substr(from.size());
+    return s;
+  }
+
+  // QKVParallelLinear (layers/linear.py): num_heads = divide(H, tp); tp >= KV: num_kv_head_replicas =
+  // divide(tp, KV), else divide(KV, tp). ModelConfig.verify_with_parallel_config (vllm/config/model.py)
+  // refuses H % tp first.
+  void check_attention(const std::vector<LogicalParam>& params, const std::map<std::string, const LogicalParam*>& by_name,
+                       const PlanOptions& options, Grouped& refused, Problems& problems) {
+    std::string from;
+    const int64_t head_dim = find_head_dim(params, options, from);
+    bool need_head_dim = false;
+    for (const LogicalParam& p : params) {
+      if (!names::ends_with(p.name, "self_attn.k_proj.weight") || p.shape.n != 2) continue;
+      const std::string prefix = names::stem(p.name, "self_attn.k_proj.weight");
+      auto q = by_name.find(prefix + "self_attn.q_proj.weight");
+      if (q == by_name.end()) continue;
+      if (head_dim <= 0) {
+        need_head_dim = true;
+        continue;
+      }
+      const int64_t q_rows = q->second->shape[0], k_rows = p.shape[0];
+      if (q_rows % head_dim != 0 || k_rows % head_dim != 0) {
+        refused.add("q_proj " + n(q_rows) + " / k_proj " + n(k_rows) + " rows are not whole heads of head dim " +
+                        n(head_dim) + " (" + from + ")",
+                    prefix);
+        continue;
+      }
+      const int64_t heads = q_rows / head_dim, kv = k_rows / head_dim;
+      if (heads % tp_ != 0)
+        refused.add("vLLM refuses: total number of attention heads (" + n(heads) +
+                        ") must be divisible by tensor parallel size (" + n(tp_) +
+                        ") (vllm/config/model.py ModelConfig.verify_with_parallel_config)",
+                    prefix);
+      else if (kv <= tp_ && tp_ % kv != 0)
+        refused.add("vLLM refuses: tp " + n(tp_) + " is not divisible by the " + n(kv) +
+                        " KV heads (QKVParallelLinear: num_kv_head_replicas = divide(tp, KV heads), layers/linear.py)",
+                    prefix);
+      else if (kv > tp_ && kv % tp_ != 0)
+        refused.add("vLLM refuses: the " + n(kv) + " KV heads are not divisible by tp " + n(tp_) +
+                        " (QKVParallelLinear: num_kv_heads = divide(KV heads, tp), layers/linear.py)",
+                    prefix);
+      kv_heads_[prefix] = static_cast<int>(kv);
+    }
+    if (need_head_dim && options.bulk == BulkMode::All)
+      problems.add("--gen-layout vllm --bulk all: QKVParallelLinear gives each rank whole KV heads and needs the head "
+                   "dim: pass --head-dim N (the model has no self_attn.q_norm/k_norm to infer it from)");
+  }
+
+  // DeepseekV2MLAAttention (models/deepseek_v2.py): assert num_heads % tp == 0. Heads from the shapes:
+  // q_b rows = H (nope + rope), kv_b rows = H (nope + v), o_proj cols = H v, rope = kv_a rows - kv_lora
+  // (kv_a_layernorm), so H = (q_b rows + o cols - kv_b rows) / rope. With q_lora_rank (a q_a_proj)
+  // q_a_proj and kv_a_proj_with_mqa are one replicated fused_qkv_a_proj.
+  void check_mla(const std::vector<LogicalParam>& params, const std::map<std::string, const LogicalParam*>& by_name,
+                 Grouped& refused) {
+    auto get = [&](const std::string& name) -> const LogicalParam* {
+      auto it = by_name.find(name);
+      return it == by_name.end() ? nullptr : it->second;
+    };
+    for (const LogicalParam& p : params) {
+      if (!names::ends_with(p.name, "self_attn.kv_a_proj_with_mqa.weight")) continue;
+      const std::string prefix = names::stem(p.name, "self_attn.kv_a_proj_with_mqa.weight");
+      if (get(prefix + "self_attn.q_a_proj.weight")) fused_qkv_a_.insert(prefix);
+      const LogicalParam* norm = get(prefix + "self_attn.kv_a_layernorm.weight");
+      const LogicalParam* kv_b = get(prefix + "self_attn.kv_b_proj.weight");
+      const LogicalParam* o = get(prefix + "self_attn.o_proj.weight");
+      const LogicalParam* q = get(prefix + "self_attn.q_b_proj.weight");
+      if (!q) q = get(prefix + "self_attn.q_proj.weight");
+      if (!norm || !kv_b || !o || !q || p.shape.n != 2 || o->shape.n != 2) continue;
+      const int64_t rope = p.shape[0] - norm->shape[0];
+      const int64_t h_rope = q->shape[0] + o->shape[1] - kv_b->shape[0];
+      if (rope <= 0 || h_rope <= 0 || h_rope % rope != 0) continue;
+      const int64_t heads = h_rope / rope;
+      if (heads % tp_ != 0)
+        refused.add("vLLM refuses: " + n(heads) + " MLA heads are not divisible by tp " + n(tp_) +
+                        " (models/deepseek_v2.py DeepseekV2MLAAttention: assert num_heads % tp_size == 0)",
+                    prefix);
+    }
+  }
+
+  // Dense and shared FFN: MergedColumnParallelLinear asserts every output size % tp == 0, RowParallelLinear
+  // divides the input size (layers/linear.py). Routed experts without EP: FusedMoE asserts
+  // intermediate_size % tp == 0 (layers/fused_moe/layer.py).
+  void check_ffn(const std::vector<LogicalParam>& params, Grouped& refused) const {
+    for (const LogicalParam& p : params) {
+      const names::Proj proj = names::ffn_proj(p.name);
+      if (proj == names::Proj::None || names::starts_with(p.name, "mtp.")) continue;
+      const int base = p.grouped_expert ? 1 : 0;
+      if (p.shape.n < base + 2) continue;
+      if (p.grouped_expert && ep_ > 1) continue;  // EP: each expert whole on its rank
+      const int dim = proj == names::Proj::Down ? base + 1 : base;
+      const int64_t size = p.shape[dim];
+      if (size % tp_ == 0) continue;
+      const std::string what = p.grouped_expert ? "FusedMoE: assert intermediate_size % tp_size == 0 (layers/fused_moe/layer.py)"
+                               : proj == names::Proj::Down
+                                   ? "RowParallelLinear: input_size_per_partition = divide(input_size, tp) (layers/linear.py)"
+                                   : "MergedColumnParallelLinear: assert every output size % tp == 0 (layers/linear.py)";
+      refused.add("vLLM refuses: intermediate size " + n(size) + " is not divisible by tp " + n(tp_) + " (" + what + ")",
+                  names::ffn_stem(p.name) + "*");
+    }
+  }
+
+  // VocabParallelEmbedding / ParallelLMHead: the vocab padded to a multiple of 64, then
+  // vocab_range_from_global_vocab_size divides it over tp (layers/vocab_parallel_embedding.py).
+  void check_vocab(const std::vector<LogicalParam>& params, Grouped& refused) const {
+    for (const LogicalParam& p : params) {
+      if (!is_vocab(p.name) || p.shape.n < 1 || p.grouped_expert) continue;
+      const int64_t padded = pad_vocab(p.shape[0]);
+      if (padded % tp_ != 0)
+        refused.add("vLLM refuses: the vocab " + n(p.shape[0]) + " padded to a multiple of 64 is " + n(padded) +
+                        ", not divisible by tp " + n(tp_) +
+                        " (layers/vocab_parallel_embedding.py: vocab_range_from_global_vocab_size divides it)",
+                    p.name);
+    }
+  }
+
+  // round_robin is honoured only for grouped-topk routing (num_expert_group > 1) without redundant
+  // experts or EPLB (layers/fused_moe/layer.py determine_expert_placement_strategy); otherwise vLLM
+  // falls back to linear with a warning, and the plan would be wrong. The metadata carries no
+  // num_expert_group: grouped-topk (noaux_tc) models are told by their e_score_correction_bias.
+  void check_experts(const std::vector<LogicalParam>& params, const PlanOptions& options, Problems& problems) const {
+    if (options.gen_expert_placement != ExpertPlacement::RoundRobin) return;
+    bool grouped_topk = false, experts = false;
+    for (const LogicalParam& p : params) {
+      grouped_topk = grouped_topk || names::ends_with(p.name, "e_score_correction_bias");
+      experts = experts || p.grouped_expert;
+    }
+    if (!experts) return;
+    if (!grouped_topk)
+      problems.add("--gen-expert-placement round_robin: vLLM honours it only for grouped-topk models "
+                   "(num_expert_group > 1, layers/fused_moe/layer.py determine_expert_placement_strategy) and "
+                   "falls back to linear otherwise; this model has no e_score_correction_bias (use linear)");
+    if (ep_ <= 1)
+      problems.add("--gen-expert-placement round_robin needs gen ep > 1 (vLLM builds an expert map only with EP)");
+  }
+
+  int tp_ = 1, ep_ = 1;
+  ExpertPlacement placement_ = ExpertPlacement::Linear;
+  bool multimodal_ = false;
+  std::map<std::string, int> kv_heads_;  // attention prefix -> KV heads
+  std::set<std::string> fused_qkv_a_;    // MLA prefixes with a q_a_proj (q_lora_rank set)
 };
 
 }  // namespace

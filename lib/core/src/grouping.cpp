@@ -11,11 +11,11 @@ namespace {
 struct ExpertName {
   std::string prefix;  // "...experts"
   int expert = -1;
-  std::string proj;    // gate_proj | up_proj | down_proj
+  std::string proj;    // gate_proj | up_proj | down_proj, or Mixtral's w1 | w3 | w2 (names.h families)
   std::string suffix;  // "weight", or "weight_scale_inv" (block-FP8 scales group like their weights)
 };
 
-// Hand-rolled match of (.+\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.(weight|weight_scale_inv):
+// Hand-rolled match of (.+\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj|w1|w3|w2)\.(weight|weight_scale_inv):
 // std::regex is too slow for 90k-tensor checkpoints.
 bool parse_expert_name(const std::string& n, ExpertName& out) {
   std::string suffix;
@@ -28,7 +28,8 @@ bool parse_expert_name(const std::string& n, ExpertName& out) {
   const size_t dot = body.rfind('.');
   if (dot == std::string::npos) return false;
   const std::string proj = body.substr(dot + 1);
-  if (proj != "gate_proj" && proj != "up_proj" && proj != "down_proj") return false;
+  if (proj != "gate_proj" && proj != "up_proj" && proj != "down_proj" && proj != "w1" && proj != "w2" && proj != "w3")
+    return false;
   const size_t dot2 = body.rfind('.', dot - 1);
   if (dot2 == std::string::npos) return false;
   const std::string num = body.substr(dot2 + 1, dot - dot2 - 1);

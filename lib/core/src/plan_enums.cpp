@@ -25,6 +25,8 @@ constexpr Names<GenPrecision, 4> kGenPrecisionNames{{{GenPrecision::Auto, "auto"
                                                      {GenPrecision::Fp8, "fp8"},
                                                      {GenPrecision::Mxfp8, "mxfp8"}}};
 constexpr Names<ScalesPath, 2> kScalesPathNames{{{ScalesPath::Misc, "misc"}, {ScalesPath::Bulk, "bulk"}}};
+constexpr Names<ExpertPlacement, 2> kExpertPlacementNames{
+    {{ExpertPlacement::Linear, "linear"}, {ExpertPlacement::RoundRobin, "round_robin"}}};
 
 template <class E, size_t N>
 const char* name_of(const Names<E, N>& names, E e) {
@@ -54,6 +56,7 @@ const char* to_string(GenLayout l) { return name_of(kGenLayoutNames, l); }
 const char* to_string(FanoutMode m) { return name_of(kFanoutModeNames, m); }
 const char* to_string(GenPrecision p) { return name_of(kGenPrecisionNames, p); }
 const char* to_string(ScalesPath s) { return name_of(kScalesPathNames, s); }
+const char* to_string(ExpertPlacement e) { return name_of(kExpertPlacementNames, e); }
 
 Path parse_path(const std::string& s) { return parse_name(kPathNames, s, "path"); }
 Fanout parse_fanout(const std::string& s) { return parse_name(kFanoutNames, s, "fanout"); }
@@ -64,5 +67,8 @@ GenPrecision parse_gen_precision(const std::string& s) {
   return parse_name(kGenPrecisionNames, s, "gen precision");
 }
 ScalesPath parse_scales_path(const std::string& s) { return parse_name(kScalesPathNames, s, "scales path"); }
+ExpertPlacement parse_expert_placement(const std::string& s) {
+  return parse_name(kExpertPlacementNames, s, "expert placement");
+}
 
 }  // namespace reshard

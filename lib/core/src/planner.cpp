@@ -36,6 +36,7 @@ std::string fingerprint(const Plan& plan) {
   for (int s : o.layer_to_stage) h.add(s);
   h.add(o.rules_json);
   if (o.head_dim != 0) h.add("head_dim").add(o.head_dim);
+  if (o.gen_expert_placement != ExpertPlacement::Linear) h.add("expert_placement").add(to_string(o.gen_expert_placement));
   // Only when set, so that plans made before precision pairs keep their fingerprints.
   if (o.gen_precision != GenPrecision::Auto || o.scales != ScalesPath::Misc)
     h.add("precision").add(to_string(o.gen_precision)).add(to_string(o.scales));
@@ -114,7 +115,7 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
   // A Megatron destination receives logical BF16: e4m3 weights are dequantized on the source, whose
   // scales therefore stay there.
   const bool src_dequant = options.gen_layout == GenLayout::Megatron && drop_source_scales(logical);
-  dst_layout->prepare(logical, options, problems);
+  dst_layout->prepare(logical, system, options, problems);
   const std::vector<int> scale_owner =
       options.scales == ScalesPath::Bulk ? scale_owners(logical) : std::vector<int>(logical.size(), -1);
 
@@ -162,7 +163,8 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
       const int64_t e = p.shape[0];
       if (tp.ep > 0 && e % tp.ep != 0)
         problems.add(p.name + ": " + std::to_string(e) + " experts are not divisible by train ep=" + std::to_string(tp.ep));
-      if (gp.ep > 1 && e % gp.ep != 0)
+      // vLLM's expert map takes any count (determine_expert_map: the first E % ep ranks hold one more).
+      if (gp.ep > 1 && e % gp.ep != 0 && options.gen_layout != GenLayout::Vllm)
         problems.add(p.name + ": " + std::to_string(e) + " experts are not divisible by gen ep=" + std::to_string(gp.ep));
     }
     for (int d : {c.rule.train_tp_dim, c.rule.gen_tp_dim})
@@ -232,7 +234,7 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
       const bool expert = c.rule.expert;
       const Mesh src_mesh = (expert ? meshes.train_expert : meshes.train).slice("pp", c.train_stage);
       const bool gen_expert_mesh = expert && dst_layout->expert_mesh();
-      const Mesh dst_mesh = (gen_expert_mesh ? meshes.gen_expert : meshes.gen).slice("pp", c.gen_stage);
+      Mesh dst_mesh = (gen_expert_mesh ? meshes.gen_expert : meshes.gen).slice("pp", c.gen_stage);
       std::map<std::string, Placement> src_p, dst_p;
       if (expert) {
         src_p["ep"] = Placement::shard(0);
@@ -247,6 +249,14 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
         if (c.rule.train_tp_dim >= 0) src_p["tp"] = Placement::shard(c.rule.train_tp_dim);
         if (c.rule.gen_tp_dim >= 0) dst_p["tp"] = Placement::shard(c.rule.gen_tp_dim);
       }
+      dst_layout->place(pp.name, pp.shape, c.rule, dst_p);
+      // A cut that shapes the local tensor even on one rank (vLLM pads the vocab at tp 1 too) keeps
+      // its mesh dim, at size 1 (innermost: the ranks do not move).
+      for (const auto& [dim, placement] : dst_p)
+        if (!placement.plain() && dst_mesh.dim_index(dim) < 0) {
+          dst_mesh.dim_names.push_back(dim);
+          dst_mesh.dim_sizes.push_back(1);
+        }
       pp.src = make_layout(src_mesh, src_p);
       pp.dst = make_layout(dst_mesh, dst_p);
       pp.uneven = pp.src.uneven(pp.shape) || pp.dst.uneven(pp.shape);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "names.h"
+
 namespace reshard {
 namespace {
 
@@ -103,10 +105,9 @@ ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert,
   const bool mtp = name.rfind("mtp.", 0) == 0;
 
   // FFN projections: the seed's bulk rule.
-  static constexpr std::string_view kGate = "gate_proj.weight", kUp = "up_proj.weight", kDown = "down_proj.weight";
-  const bool is_gate = ends_with(name, kGate), is_up = ends_with(name, kUp) && !ends_with(name, "gate_up_proj.weight");
-  const bool is_down = ends_with(name, kDown);
-  if ((is_gate || is_up || is_down) && !mtp) {
+  const names::Proj proj = names::ffn_proj(name);
+  const bool is_down = proj == names::Proj::Down;
+  if (proj != names::Proj::None && !mtp) {
     const bool ffn_bulk = !shared;
     if (!ffn_bulk && bulk == BulkMode::Ffn) {
       r.rule = "shared_expert";
@@ -136,15 +137,22 @@ ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert,
     r.train_tp_dim = r.gen_tp_dim = ndim >= 2 ? dim : -1;  // 1-D tensors replicated
     return r;
   };
+  // q/k/v biases are sharded like their weights (vLLM QKVParallelLinear loads them into qkv_proj.bias
+  // with the weight's offsets, layers/linear.py weight_loader; Megatron's linear_qkv bias likewise).
   for (const char* qkv : {"self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj."})
-    if (contains(name, qkv)) return bulk_rule("attn_qkv", 0);
+    if (contains(name, qkv)) {
+      bulk_rule("attn_qkv", 0);
+      r.train_tp_dim = r.gen_tp_dim = 0;
+      return r;
+    }
   if (contains(name, "q_b_proj.") || contains(name, "kv_b_proj.")) return bulk_rule("attn_up", 0);
   if (contains(name, "o_proj.")) return bulk_rule("attn_out", 1);
   if (contains(name, "q_a_proj.") || contains(name, "kv_a_proj_with_mqa.")) return bulk_rule("attn_down", -1);
   if (contains(name, "embed_tokens.") || contains(name, "embeddings.") || name.rfind("lm_head.", 0) == 0)
     return bulk_rule("vocab", 0);
   if (contains(name, "norm")) return bulk_rule("norm", -1);
-  if (contains(name, "mlp.gate.") || contains(name, "mixer.gate.") || contains(name, "router"))
+  if (contains(name, "mlp.gate.") || contains(name, "mixer.gate.") || contains(name, "block_sparse_moe.gate.") ||
+      contains(name, "router"))
     return bulk_rule("router", -1);
   r.rule = "unknown";
   return r;

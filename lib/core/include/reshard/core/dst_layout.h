@@ -9,6 +9,7 @@
 // The planner, storage layout (dst_storages), static verify and the executor see a destination only
 // through these two, so a new destination is one more DestinationLayout. Pure, single-threaded.
 #pragma once
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,8 +39,15 @@ class DestinationLayout {
   // tp; false: they use the tp axis (as ep when gen ep > 1, see docs/design.md).
   virtual bool expert_mesh() const { return false; }
   // Before classification: reads what the layout needs from the model (Megatron: the query groups of
-  // each attention layer). Every problem goes to `problems`.
-  virtual void prepare(const std::vector<LogicalParam>& params, const PlanOptions& options, Problems& problems) {}
+  // each attention layer; vLLM: heads, KV heads, vocab) and refuses what the engine refuses. Every
+  // problem goes to `problems`, naming the engine's rule and the numbers.
+  virtual void prepare(const std::vector<LogicalParam>& params, const SystemConfig& system, const PlanOptions& options,
+                       Problems& problems) {}
+  // The gen placements of bulk param `name` (by gen mesh dim name), given the rule's torch.chunk
+  // defaults in `dst`: where the engine cuts differently (replicated KV heads, a padded vocab, an
+  // expert map), the layout replaces them.
+  virtual void place(const std::string& name, const Dims& shape, const ParamRule& rule,
+                     std::map<std::string, Placement>& dst) const {}
   // The storage of bulk param `name` (a grouped expert's logical name) of rank `ndim`, classified by `rule`.
   virtual StorageAssignment assign(const std::string& name, const ParamRule& rule, int ndim) const = 0;
 };

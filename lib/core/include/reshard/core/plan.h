@@ -27,6 +27,9 @@ enum class FanoutMode : uint8_t { Auto, Direct, TwoPhase };
 enum class GenPrecision : uint8_t { Auto, Bf16, Fp8, Mxfp8 };
 // --scales: block-FP8 weight_scale_inv tensors go whole on the misc path, or resharded by block.
 enum class ScalesPath : uint8_t { Misc, Bulk };
+// --gen-expert-placement: which global experts a vLLM EP rank holds (fused_moe/layer.py
+// determine_expert_map): linear (contiguous, the first E % ep ranks one more) or round_robin (e % ep).
+enum class ExpertPlacement : uint8_t { Linear, RoundRobin };
 
 struct PlanOptions {
   BulkMode bulk = BulkMode::Ffn;
@@ -41,7 +44,8 @@ struct PlanOptions {
   std::string rules_json;            // contents of --rules FILE, empty when none
   GenPrecision gen_precision = GenPrecision::Auto;
   ScalesPath scales = ScalesPath::Misc;
-  int head_dim = 0;  // --head-dim: Megatron linear_qkv query groups = k rows / head_dim; 0: from q_norm/k_norm
+  int head_dim = 0;  // --head-dim: attention heads = q rows / head_dim; 0: from q_norm/k_norm
+  ExpertPlacement gen_expert_placement = ExpertPlacement::Linear;
 };
 
 // One bulk point-to-point transfer of a box of one param. Offsets are element coordinates.
@@ -150,5 +154,6 @@ const char* to_string(GenLayout l);
 const char* to_string(FanoutMode m);
 const char* to_string(GenPrecision p);
 const char* to_string(ScalesPath s);
+const char* to_string(ExpertPlacement e);
 
 }  // namespace reshard

@@ -14,5 +14,6 @@ GenLayout parse_gen_layout(const std::string& s);    // "hf" | "vllm" | "megatro
 FanoutMode parse_fanout_mode(const std::string& s);  // "auto" | "direct" | "two-phase"
 GenPrecision parse_gen_precision(const std::string& s);  // "auto" | "bf16" | "fp8" | "mxfp8"
 ScalesPath parse_scales_path(const std::string& s);      // "misc" | "bulk"
+ExpertPlacement parse_expert_placement(const std::string& s);  // "linear" | "round_robin"
 
 }  // namespace reshard
