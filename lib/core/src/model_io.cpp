@@ -133,7 +133,9 @@ ParsedJson parse_json(std::string_view text, const std::string& origin, const st
 std::string type_name(const Json& j) { return j.type_name(); }
 
 // Shape from a JSON array; every violation goes into `problems` prefixed with `where`.
-std::optional<Dims> parse_shape(const Json& j, const std::string& where, Problems& problems) {
+// A shape of more than kMaxDims dims is no problem here: it sets `too_many` to its dim count, and the
+// planner refuses the tensor only when --exclude keeps it.
+std::optional<Dims> parse_shape(const Json& j, const std::string& where, Problems& problems, int& too_many) {
   if (!j.is_array()) {
     problems.add(where + ": shape must be an array, got " + type_name(j));
     return std::nullopt;
@@ -154,12 +156,11 @@ std::optional<Dims> parse_shape(const Json& j, const std::string& where, Problem
       dims.push_back(d.get<int64_t>());
     }
   }
-  if (j.size() > static_cast<size_t>(kMaxDims)) {
-    problems.add(where + ": shape " + j.dump() + " has " + std::to_string(j.size()) + " dims; at most " +
-                 std::to_string(kMaxDims) + " are supported");
-    return std::nullopt;
-  }
   if (!ok) return std::nullopt;
+  if (j.size() > static_cast<size_t>(kMaxDims)) {
+    too_many = static_cast<int>(j.size());
+    return Dims{};
+  }
   int64_t product = 1;
   for (int64_t d : dims) {
     if (__builtin_mul_overflow(product, d, &product)) {
@@ -179,10 +180,11 @@ std::optional<TensorMeta> parse_tensor(const std::string& name, const Json& j, P
   }
   std::optional<Dims> shape;
   std::optional<DType> dtype;
+  int too_many = 0;
   if (!j.contains("shape")) {
     problems.add(where + ": missing shape");
   } else {
-    shape = parse_shape(j["shape"], where, problems);
+    shape = parse_shape(j["shape"], where, problems, too_many);
   }
   if (!j.contains("dtype")) {
     problems.add(where + ": missing dtype");
@@ -200,7 +202,7 @@ std::optional<TensorMeta> parse_tensor(const std::string& name, const Json& j, P
     problems.add(where + ": shape " + shape->str() + " has more bytes than int64 holds");
     return std::nullopt;
   }
-  return TensorMeta{name, *shape, *dtype};
+  return TensorMeta{name, *shape, *dtype, too_many};
 }
 
 void check_unique_and_nonempty(const ModelMeta& m, Problems& problems) {

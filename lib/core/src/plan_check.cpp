@@ -10,6 +10,7 @@ std::string model_digest(const ModelMeta& model) {
   for (const TensorMeta& t : model.tensors) {
     h.add(t.name).add(dtype_name(t.dtype));
     for (int d = 0; d < t.shape.n; ++d) h.add(t.shape[d]);
+    if (t.too_many_dims > 0) h.add("dims").add(t.too_many_dims);
   }
   return h.hex();
 }

@@ -107,7 +107,12 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
   for (const TensorMeta& t : model.tensors) {
     bool drop = false;
     for (const auto& re : excludes) drop = drop || std::regex_search(t.name, re);
-    if (!drop) kept.push_back(t);
+    if (drop) continue;
+    if (t.too_many_dims > 0)
+      problems.add("tensor '" + t.name + "' has " + std::to_string(t.too_many_dims) + " dims; at most " +
+                   std::to_string(kMaxDims) + " are supported (drop it with --exclude)");
+    else
+      kept.push_back(t);
   }
   if (kept.empty()) problems.add("no parameters left after --exclude");
   std::vector<LogicalParam> logical = group_params(kept, problems);

@@ -30,20 +30,24 @@ std::vector<DistinctBox> distinct_boxes(const Layout& layout, const Dims& shape)
   std::vector<DistinctBox> out;
   std::map<std::vector<int64_t>, size_t> index;
   const bool single = layout.single_box();
+  std::vector<int64_t> key;
   for (int f = 0; f < layout.mesh.size(); ++f) {
-    DistinctBox d;
-    d.box = layout.local_box(shape, f);
-    d.held = single ? std::vector<LocalPiece>{{d.box, Dims::zeros(shape.n)}} : layout.local_pieces(shape, f);
-    if (single && d.box.empty()) d.held.clear();
-    std::vector<int64_t> key;
-    for (const LocalPiece& q : d.held) {
-      const std::vector<int64_t> o = q.box.offset.to_vector(), e = q.box.extent.to_vector();
-      key.insert(key.end(), o.begin(), o.end());
-      key.insert(key.end(), e.begin(), e.end());
+    const Box b = layout.local_box(shape, f);
+    std::vector<LocalPiece> held;
+    key.assign(b.offset.v.begin(), b.offset.v.begin() + b.offset.n);
+    key.insert(key.end(), b.extent.v.begin(), b.extent.v.begin() + b.extent.n);
+    if (!single) {  // several pieces: the key is all of them
+      held = layout.local_pieces(shape, f);
+      for (const LocalPiece& q : held) {
+        key.insert(key.end(), q.box.offset.v.begin(), q.box.offset.v.begin() + q.box.offset.n);
+        key.insert(key.end(), q.box.extent.v.begin(), q.box.extent.v.begin() + q.box.extent.n);
+      }
     }
-    if (d.held.empty()) key = d.box.offset.to_vector();  // empty shards: one entry per position
     auto [it, fresh] = index.try_emplace(key, out.size());
-    if (fresh) out.push_back(std::move(d));
+    if (fresh) {
+      if (single && !b.empty()) held.push_back(LocalPiece{b, Dims::zeros(shape.n)});
+      out.push_back(DistinctBox{b, std::move(held), {}, {}});
+    }
     out[it->second].ranks.push_back(layout.mesh.ranks[f]);
     out[it->second].flats.push_back(f);
   }

@@ -10,7 +10,7 @@
 
 namespace reshard {
 
-inline constexpr int kMaxDims = 4;
+inline constexpr int kMaxDims = 8;  // vision towers have 5-d Conv3d weights (Qwen3-VL patch_embed)
 
 struct Dims {
   std::array<int64_t, kMaxDims> v{};

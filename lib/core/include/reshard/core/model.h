@@ -14,6 +14,9 @@ struct TensorMeta {
   std::string name;
   Dims shape;
   DType dtype = DType::BF16;
+  // > 0: the file gives this many dims, more than a plan holds (kMaxDims); `shape` is then empty and
+  // the planner refuses the tensor unless --exclude drops it.
+  int too_many_dims = 0;
   int64_t bytes() const { return shape.product() * dtype_size(dtype); }
 };
 
