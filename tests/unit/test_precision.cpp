@@ -330,3 +330,42 @@ TEST(Precision, Fp8ValidPatternHasNoNanBytes) {
 
 } // namespace
 } // namespace reshard
+
+namespace reshard {
+namespace {
+
+// A float16 / float32 model is moved as trained: `auto` lands it as is; bf16, fp8 and mxfp8 would need a
+// cast, and NeMo RL refuses MXFP8 from anything but BF16 (nemo_rl/weight_sync/nccl_reshard_utils.py
+// check_nccl_reshard_refit_support: "requires policy.precision='bfloat16'").
+TEST(Precision, Float16AndFloat32ModelsLandAsTrainedOnly) {
+  for (DType dt : {DType::F16, DType::F32}) {
+    ModelMeta m;
+    m.name = "wide";
+    m.tensors = {{"model.layers.0.mlp.gate_proj.weight", Dims{64, 64}, dt},
+                 {"model.layers.0.mlp.up_proj.weight", Dims{64, 64}, dt},
+                 {"model.layers.0.mlp.down_proj.weight", Dims{64, 64}, dt},
+                 {"model.norm.weight", Dims{64}, dt}};
+    SystemConfig s;
+    s.train.num_gpus = 1;
+    s.gen.num_gpus = 2;
+    s.gen.tp = 2;
+    PlanOptions o;
+    const Plan plan = plan_reshard(m, s, o);
+    EXPECT_EQ(plan.params[0].dtype, dt);
+    const std::string name = dt == DType::F16 ? "float16" : "float32";
+    for (GenPrecision g : {GenPrecision::Mxfp8, GenPrecision::Bf16, GenPrecision::Fp8}) {
+      o.gen_precision = g;
+      try {
+        plan_reshard(m, s, o);
+        ADD_FAILURE() << to_string(g) << " on a " << name << " model was planned";
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("on a " + name + " model"), std::string::npos) << what;
+        if (g == GenPrecision::Mxfp8) EXPECT_NE(what.find("requires policy.precision='bfloat16'"), std::string::npos) << what;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace reshard

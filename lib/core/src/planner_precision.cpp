@@ -2,6 +2,7 @@
 
 #include <map>
 #include <set>
+#include <string_view>
 #include <unordered_map>
 
 #include "reshard/core/dst_layout.h"
@@ -103,6 +104,38 @@ GenPrecision check_precision_pair(const std::vector<LogicalParam> &params,
                    std::string(dtype_name(s.dtype)) + " " + s.shape.str() +
                    ", expected float32 " + want.str() + " for weight " +
                    p.shape.str());
+  }
+  // The weights' floating dtype when not BF16 (float16 or float32 models):
+  // reshard moves bytes as trained and casts nothing, so only `auto` lands them.
+  const char *wide = nullptr;
+  int64_t bf16_weights = 0;
+  for (const LogicalParam &p : params) {
+    if (p.shape.n < 2)
+      continue;
+    if (p.dtype == DType::BF16)
+      ++bf16_weights;
+    if (p.dtype == DType::F16)
+      wide = "float16";
+    else if (p.dtype == DType::F32 && !wide)
+      wide = "float32";
+  }
+  if (wide && std::string_view(wide) == "float32" && bf16_weights > 0)
+    wide = nullptr;  // a BF16 model with float32 extras (routers, biases)
+  if (wide && !train_fp8 && options.gen_precision != GenPrecision::Auto) {
+    if (options.gen_precision == GenPrecision::Mxfp8)
+      // NeMo RL refuses it too: nemo_rl/weight_sync/nccl_reshard_utils.py
+      // check_nccl_reshard_refit_support ("... requires policy.precision='bfloat16'
+      // for receiver-side MXFP8 quantization").
+      problems.add(std::string("--gen-precision mxfp8 on a ") + wide +
+                   " model: receiver-side MXFP8 quantization requires bfloat16 "
+                   "weights (NeMo RL: \"requires policy.precision='bfloat16'\", "
+                   "nccl_reshard_utils.py check_nccl_reshard_refit_support)");
+    else
+      problems.add(std::string("--gen-precision ") +
+                   to_string(options.gen_precision) + " on a " + wide +
+                   " model: reshard moves the weights as trained and casts "
+                   "nothing (supported: auto, which lands " + wide + ")");
+    return GenPrecision::Auto;
   }
   // A Megatron destination takes logical BF16 (block-FP8 dequantized on the
   // source), then BF16 or MXFP8 storage.
