@@ -290,5 +290,32 @@ TEST(VllmLayout, MultimodalNamesAreVllmsParameterNames) {
                          {{"model.visual.patch_embed.proj.weight", "[0:32, 0:3, 0:2, 0:4, 0:4]", "[0, 0, 0, 0, 0]"}}}});
 }
 
+// verify proves a plan against vLLM's layout, not only against itself: the layouts the planner gave
+// before these rules (KV heads cut into fractions, MLA halves in storages vLLM does not have) are refused.
+TEST(VllmLayout, VerifyRefusesAPlanWhoseLayoutIsNotVllms) {
+  Plan plan = plan_of("vllm-qwen2.json", 2, par(2), 4, par(4), vllm(BulkMode::All, 16));
+  for (ParamPlan& p : plan.params)
+    if (p.name == L0 + "self_attn.k_proj.weight") p.dst.placements[0] = Placement::shard(0);
+  VerifyReport r = verify_plan(plan, 100);
+  ASSERT_FALSE(r.ok());
+  bool named = false;
+  for (const std::string& s : r.problems)
+    named = named || has(s, "k_proj.weight: gen placements [S(0)] differ from vLLM's [S(0,blocks=2)]");
+  EXPECT_TRUE(named) << r.problems[0];
+
+  Plan mla = plan_of("vllm-deepseek-mla.json", 2, par(1, 2), 2, par(2, 2), vllm(BulkMode::All));
+  for (ParamPlan& p : mla.params)
+    if (p.name == L0 + "self_attn.kv_a_proj_with_mqa.weight") {
+      p.dst_storage = p.name;
+      p.dst_fuse_dim = -1;
+      p.dst_fuse_index = 0;
+    }
+  r = verify_plan(mla, 100);
+  named = false;
+  for (const std::string& s : r.problems)
+    named = named || has(s, "vLLM's layout has model.layers.0.self_attn.fused_qkv_a_proj.weight (fuse dim 0, member 1)");
+  EXPECT_TRUE(named) << (r.problems.empty() ? "verify passed" : r.problems[0]);
+}
+
 }  // namespace
 }  // namespace reshard

@@ -82,9 +82,21 @@ struct Classified {
   bool dropped_mtp = false;
 };
 
+Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& options, bool transfers);
+
 }  // namespace
 
 Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions& options) {
+  return plan(model, system, options, true);
+}
+
+Plan plan_layouts(const ModelMeta& model, SystemConfig system, const PlanOptions& options) {
+  return plan(model, system, options, false);
+}
+
+namespace {
+
+Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& options, bool transfers) {
   Problems problems;
   const std::unique_ptr<DestinationLayout> dst_layout = make_destination_layout(options.gen_layout);
   validate_system(system, problems, dst_layout->expert_mesh());
@@ -287,9 +299,12 @@ Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions
     problems.add("--gen-layout " + std::string(to_string(options.gen_layout)) + ": " + p + hint);
   problems.throw_if_any("invalid reshard configuration:");
   name_scale_storages(plan);
+  if (!transfers) return plan;
   plan_bulk_transfers(plan);
   plan_misc_buckets(plan, meshes.train);
   return plan;
 }
+
+}  // namespace
 
 }  // namespace reshard

@@ -25,6 +25,7 @@ class Verifier {
       if (param.mxfp8) check_mxfp8(param);
     }
     check_misc();
+    verify_layouts(plan_, [this](const std::string& s) { problem(s); });
     return std::move(report_);
   }
 

@@ -4,6 +4,7 @@
 // exactly one bucket, within the bucket's bytes.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,10 @@ struct VerifyReport {
 };
 
 VerifyReport verify_plan(const Plan& plan, size_t max_listed = 50);
+
+// The plan's layouts against the engine's (verify_layouts.cpp): its params planned again from the
+// model they stand for, every difference in path, mesh, placements or storage one problem. Part of
+// verify_plan; Megatron destinations are not rebuilt (their block-FP8 sources drop scales).
+void verify_layouts(const Plan& plan, const std::function<void(const std::string&)>& problem);
 
 }  // namespace reshard
