@@ -253,7 +253,8 @@ void check_cuts(const Reader& r, const std::string& path, const Layout& l, const
     const Placement& p = l.placements[i];
     if (p.replicate() || p.shard_dim >= shape.n) continue;
     const std::string at = index_path(key_path(path, "placements"), i);
-    if (!dst && !p.plain()) r.fail(at, p.str() + ": a source shard is a torch.chunk Shard or Replicate");
+    if (!dst && (p.cut == Placement::Cut::Pad || p.cut == Placement::Cut::Cyclic))
+      r.fail(at, p.str() + ": a source shard is a torch.chunk, blocks or sections Shard, or Replicate");
     const std::string bad = p.check(extent[p.shard_dim], l.mesh.dim_sizes[i]);
     if (!bad.empty()) r.fail(at, bad);
     Layout one{Mesh{{"x"}, {l.mesh.dim_sizes[i]}, std::vector<int>(static_cast<size_t>(l.mesh.dim_sizes[i]), 0)}, {p}};

@@ -78,7 +78,8 @@ std::vector<Box> stripes(const Box& b, int64_t parts) {
 
 struct Piece {
   Box box;
-  size_t src;  // index into the distinct src boxes
+  size_t src;        // index into the distinct src boxes
+  size_t held = 0;   // which of that src box's held pieces holds it
 };
 
 // The storage pieces of a distinct dst box: one whole-box piece unless the destination splits it.
@@ -113,7 +114,8 @@ class BulkPlanner {
       if (dst[d].held.empty()) continue;
       for (const Box& part : dst_pieces(map_, p, dst[d]))
         for (size_t s = 0; s < src.size(); ++s)
-          if (auto inter = intersect(part, src[s].box)) pieces[d].push_back({*inter, s});
+          for (size_t h = 0; h < src[s].held.size(); ++h)  // a sectioned source holds several pieces
+            if (auto inter = intersect(part, src[s].held[h].box)) pieces[d].push_back({*inter, s, h});
       piece_pairs += pieces[d].size();
     }
     param.fanout = choose_fanout(param, max_replicas, piece_pairs, src.size(), dst.size());
@@ -138,7 +140,7 @@ class BulkPlanner {
         const int64_t split = (static_cast<int64_t>(D.ranks.size()) + work.size() - 1) / work.size();
         std::vector<Piece> finer;
         for (const Piece& pc : work)
-          for (const Box& b : stripes(pc.box, split)) finer.push_back({b, pc.src});
+          for (const Box& b : stripes(pc.box, split)) finer.push_back({b, pc.src, pc.held});
         work = std::move(finer);
       }
       std::vector<int64_t> received(D.ranks.size(), 0);
@@ -179,7 +181,9 @@ class BulkPlanner {
       t.src = S.ranks[best];
       t.dst = D.ranks[r];
       t.box = b;
-      t.src_local = relative(b, S.box.offset);
+      const LocalPiece& from = S.held[pc.held];
+      t.src_local = relative(b, from.box.offset);
+      for (int d = 0; d < t.src_local.n; ++d) t.src_local[d] += from.at[d];
       const DstPiece at = locate(p, b, D, D.flats[r]);
       t.dst_storage = at.storage;
       t.dst_local = at.offset;

@@ -10,10 +10,15 @@ namespace reshard {
 
 namespace {
 
-// A source storage holding `box` of param i whole: as planned, or block-FP8 (e4m3 + float32 scales)
-// for a src_dequant param.
+// A source storage holding `box` of param i whole, as planned.
 LocalStorage src_storage(const ParamPlan& p, uint32_t i, const Box& box) {
   LocalStorage s{p.name, p.dtype, box.extent, {StorageMember{i, box, Dims::zeros(p.shape.n)}}, {}, {}};
+  return s;
+}
+
+// A block-FP8 source storage: e4m3 values plus the float32 scales of the blocks its box touches.
+LocalStorage src_storage_fp8(const ParamPlan& p, uint32_t i, const Box& box) {
+  LocalStorage s = src_storage(p, i, box);
   if (p.src_dequant) {
     if (p.shape.n < 2) throw config_error("param " + p.name + ": block-FP8 needs at least 2 dims, got " + p.shape.str());
     s.dtype = DType::F8_E4M3;
@@ -33,11 +38,22 @@ std::vector<LocalStorage> src_storages(const Plan& plan, int rank) {
     if (p.path != Path::Bulk) continue;
     const int f = p.src.mesh.flat_index_of_rank(rank);
     if (f < 0) continue;
-    out.push_back(src_storage(p, i, p.src.local_box(p.shape, f)));
+    if (p.src.single_box()) {
+      out.push_back(p.src_dequant ? src_storage_fp8(p, i, p.src.local_box(p.shape, f))
+                                  : src_storage(p, i, p.src.local_box(p.shape, f)));
+      continue;
+    }
+    // A sectioned source (Megatron's mamba in_proj): one local tensor holding every piece.
+    LocalStorage s{p.name, p.dtype, p.src.local_shape(p.shape, f), {}, {}, {}};
+    for (const LocalPiece& q : p.src.local_pieces(p.shape, f)) s.members.push_back(StorageMember{i, q.box, q.at});
+    out.push_back(std::move(s));
   }
   for (const MiscBucket& bucket : plan.buckets) {
     if (bucket.root != rank) continue;
-    for (uint32_t i : bucket.params) out.push_back(src_storage(plan.params[i], i, full_box(plan.params[i].shape)));
+    for (uint32_t i : bucket.params) {
+      const ParamPlan& p = plan.params[i];
+      out.push_back(p.src_dequant ? src_storage_fp8(p, i, full_box(p.shape)) : src_storage(p, i, full_box(p.shape)));
+    }
   }
   return out;
 }

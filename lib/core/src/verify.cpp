@@ -62,14 +62,20 @@ class Verifier {
         problem(where(param, t.dst, t.box) + ": source rank " + std::to_string(t.src) + " is not in the source mesh");
         continue;
       }
-      const Box held = param.src.local_box(param.shape, sf);
-      if (!contains(held, t.box)) {
-        problem(where(param, t.dst, t.box) + ": source rank " + std::to_string(t.src) + " holds only " + held.str());
+      const std::vector<LocalPiece> held = param.src.single_box()
+                                               ? std::vector<LocalPiece>{{param.src.local_box(param.shape, sf),
+                                                                          Dims::zeros(param.shape.n)}}
+                                               : param.src.local_pieces(param.shape, sf);
+      auto from = std::find_if(held.begin(), held.end(), [&](const LocalPiece& q) { return contains(q.box, t.box); });
+      if (from == held.end()) {
+        problem(where(param, t.dst, t.box) + ": source rank " + std::to_string(t.src) + " holds only " +
+                (held.empty() ? std::string("nothing") : held[0].box.str() + (held.size() > 1 ? " ..." : "")));
         continue;
       }
-      if (t.src_local != relative(t.box, held.offset))
-        problem(where(param, t.dst, t.box) + ": source local offset " + t.src_local.str() + " should be " +
-                relative(t.box, held.offset).str());
+      Dims want = relative(t.box, from->box.offset);
+      for (int d = 0; d < want.n; ++d) want[d] += from->at[d];
+      if (t.src_local != want)
+        problem(where(param, t.dst, t.box) + ": source local offset " + t.src_local.str() + " should be " + want.str());
       if (!check_dst(p, t.dst, t.box, t.dst_storage, t.dst_local)) continue;
       received[t.dst].push_back(t.box);
     }

@@ -216,7 +216,7 @@ class OpBuilder {
         std::vector<Piece> pieces;
         if (proto.root) {
           const int st = s_.src_of_param[p];
-          pieces.push_back(src_piece(st, s_.src[st].shape, sub.offset, Dims::zeros(sub.extent.n), sub.extent));
+          pieces.push_back(src_piece(st, s_.src[st].shape, add(gs.at, sub.offset), Dims::zeros(sub.extent.n), sub.extent));
           return pieces;
         }
         const Box global{add(shard.offset, sub.offset), sub.extent};

@@ -24,6 +24,7 @@ std::vector<WorkUnit> work_units(const Plan& plan, int streams);
 struct GoldenShard {
   int holder = 0;  // global rank
   Box box;
+  Dims at;  // where `box` starts in the holder's local shard (a sectioned source holds several)
 };
 std::vector<GoldenShard> golden_shards(const ParamPlan& p);
 
