@@ -143,7 +143,43 @@ def qwen35_vl():
     write("vllm-qwen3-vl.json", "synthetic Qwen3-VL / Qwen3.5 (vision tower)", p)
 
 
+# NemotronH (modeling_nemotron_h.py): layer 0 a Mamba2 mixer (8 heads of 8, d_inner 64, n_groups x
+# d_state = 32; in_proj [z | x | B | C | dt] = 64 + 64 + 32 + 32 + 8 rows, conv1d [x | B | C]), layer 1
+# attention under "mixer." (4 heads of 16, 2 KV heads), layer 2 an ungated (ReLU^2) MoE with shared
+# experts; "backbone." names.
+def nemotron_h():
+    p, H, V = {}, 64, 1000
+    p["backbone.embeddings.weight"] = t((V, H))
+    m = "backbone.layers.0.mixer."
+    p["backbone.layers.0.norm.weight"] = t((H,))
+    p[m + "in_proj.weight"] = t((2 * 64 + 2 * 32 + 8, H))
+    p[m + "conv1d.weight"] = t((64 + 2 * 32, 1, 4))
+    p[m + "conv1d.bias"] = t((64 + 2 * 32,))
+    for n in ("A_log", "D", "dt_bias"):
+        p[m + n] = t((8,))
+    p[m + "norm.weight"] = t((64,))
+    p[m + "out_proj.weight"] = t((H, 64))
+    p["backbone.layers.1.norm.weight"] = t((H,))
+    attention(p, "backbone.layers.1.", H, 4, 2, 16)
+    for k in list(p):
+        if k.startswith("backbone.layers.1.self_attn."):
+            p[k.replace("self_attn.", "mixer.")] = p.pop(k)
+    x = "backbone.layers.2.mixer."
+    p["backbone.layers.2.norm.weight"] = t((H,))
+    p[x + "gate.weight"] = t((4, H))
+    p[x + "gate.e_score_correction_bias"] = t((4,), "float32")
+    for e in range(4):
+        p[f"{x}experts.{e}.up_proj.weight"] = t((32, H))
+        p[f"{x}experts.{e}.down_proj.weight"] = t((H, 32))
+    p[x + "shared_experts.up_proj.weight"] = t((48, H))
+    p[x + "shared_experts.down_proj.weight"] = t((H, 48))
+    p["backbone.norm_f.weight"] = t((H,))
+    p["lm_head.weight"] = t((V, H))
+    write("vllm-nemotron-h.json", "synthetic NemotronH (Mamba2, attention, ungated MoE)", p)
+
+
 if __name__ == "__main__":
+    nemotron_h()
     qwen2()
     qwen3_moe()
     mixtral()

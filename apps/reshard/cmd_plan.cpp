@@ -29,7 +29,7 @@ namespace {
 struct PlanArgs {
   std::string model, system, output, format, layer_map, rules, mtp_layers;
   std::string train_gpus, gen_gpus, train, gen;
-  std::string first_stage_layers, last_stage_layers, head_dim;
+  std::string first_stage_layers, last_stage_layers, head_dim, ssm_groups;
   std::string bulk = "ffn", gen_layout = "hf", fanout = "auto", bucket_bytes = "1Gi";
   std::string gen_precision = "auto", scales = "misc", gen_expert_placement = "linear";
   std::vector<std::string> exclude;
@@ -215,6 +215,9 @@ int run_plan(const PlanArgs& a) {
   if (!a.head_dim.empty())
     check(problems,
           [&] { options.head_dim = static_cast<int>(parse_integer(a.head_dim, "--head-dim", 1, INT32_MAX)); });
+  if (!a.ssm_groups.empty())
+    check(problems,
+          [&] { options.ssm_groups = static_cast<int>(parse_integer(a.ssm_groups, "--ssm-groups", 1, INT32_MAX)); });
   if (!a.rules.empty()) {
     if (auto text = read_text(a.rules, "--rules", problems)) {
       options.rules_json = *text;
@@ -323,6 +326,8 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--head-dim", args->head_dim,
                   "Attention head dim (heads = q rows / head dim) for vLLM's head checks and KV-head replication "
                   "and Megatron's linear_qkv query groups (default: the q_norm/k_norm size)");
+  cmd->add_option("--ssm-groups", args->ssm_groups,
+                  "Mamba2 n_groups (config.json) for --bulk all: the TP cut of mixer in_proj / conv1d per section");
   cmd->add_option("--gen-expert-placement", args->gen_expert_placement,
                   "vLLM EP expert placement: linear (default; the first E % ep ranks hold one more) or round_robin "
                   "(expert e on rank e % ep; vLLM honours it for grouped-topk models)")

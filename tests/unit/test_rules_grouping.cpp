@@ -38,6 +38,11 @@ TEST(Rules, BulkAllKeepsScalesAndUnknownMisc) {
 
 TEST(Rules, VllmFusedStorages) {
   const auto layout = make_destination_layout(GenLayout::Vllm);
+  Problems pr;
+  // gate_up_proj only where the MLP has a gate (an ungated up_proj keeps its own tensor)
+  layout->prepare({{"m.layers.0.mlp.gate_proj.weight", {}, Dims{8, 8}, DType::BF16, false}}, SystemConfig{},
+                  PlanOptions{}, pr);
+  ASSERT_TRUE(pr.empty());
   auto r = [&](const std::string& n, bool expert) {
     return layout->assign(n, classify_param(n, expert ? 3 : 2, expert, BulkMode::All, {}), expert ? 3 : 2);
   };

@@ -290,6 +290,81 @@ TEST(VllmLayout, MultimodalNamesAreVllmsParameterNames) {
                          {{"model.visual.patch_embed.proj.weight", "[0:32, 0:3, 0:2, 0:4, 0:4]", "[0, 0, 0, 0, 0]"}}}});
 }
 
+// NemotronH Mamba2, n_groups 2, d_state 16 (B, C 32 rows each), d_inner 64, 8 heads; train tp 2 and gen
+// tp 2, --bulk all. Megatron-Core MambaMixer (megatron/core/ssm/mamba_mixer.py: in_proj partition_sizes
+// [d_inner, d_inner, G N, G N, heads] / tp, conv1d [x, B, C]) and vLLM MambaMixer2
+// (layers/mamba/mamba_mixer2.py, mamba_v2_sharded_weight_loader: each section sharded on its own, then
+// concatenated) cut alike: rank r holds z [32r, +32) -> 0, x [64 + 32r, +32) -> 32, B [128 + 16r, +16)
+// -> 64, C [160 + 16r, +16) -> 80, dt [192 + 4r, +4) -> 96; conv1d x [32r, +32) -> 0, B [64 + 16r, +16)
+// -> 32, C [96 + 16r, +16) -> 48. Mixer2RMSNormGated's weight is sharded, out_proj by column. Names:
+// models/nemotron_h.py hf_to_vllm_mapper ("backbone" -> "model", "embeddings" -> "embed_tokens").
+TEST(VllmLayout, NemotronHMamba2SectionsOnBothSides) {
+  PlanOptions o = vllm(BulkMode::All, 16);
+  o.ssm_groups = 2;
+  const Plan plan = plan_of("vllm-nemotron-h.json", 2, par(2), 2, par(2), o);
+  const std::string h = "backbone.layers.0.mixer.", v = "model.layers.0.mixer.";
+  expect_rank(plan, 3, {{v + "in_proj.weight", "[100, 64]",
+                         {{h + "in_proj.weight", "[32:64, 0:64]", "[0, 0]"},
+                          {h + "in_proj.weight", "[96:128, 0:64]", "[32, 0]"},
+                          {h + "in_proj.weight", "[144:160, 0:64]", "[64, 0]"},
+                          {h + "in_proj.weight", "[176:192, 0:64]", "[80, 0]"},
+                          {h + "in_proj.weight", "[196:200, 0:64]", "[96, 0]"}}},
+                        {v + "conv1d.weight", "[64, 1, 4]",
+                         {{h + "conv1d.weight", "[32:64, 0:1, 0:4]", "[0, 0, 0]"},
+                          {h + "conv1d.weight", "[80:96, 0:1, 0:4]", "[32, 0, 0]"},
+                          {h + "conv1d.weight", "[112:128, 0:1, 0:4]", "[48, 0, 0]"}}},
+                        {v + "conv1d.bias", "[64]",
+                         {{h + "conv1d.bias", "[32:64]", "[0]"}, {h + "conv1d.bias", "[80:96]", "[32]"},
+                          {h + "conv1d.bias", "[112:128]", "[48]"}}},
+                        {v + "norm.weight", "[32]", {{h + "norm.weight", "[32:64]", "[0]"}}},
+                        {v + "out_proj.weight", "[64, 32]", {{h + "out_proj.weight", "[0:64, 32:64]", "[0, 0]"}}},
+                        {"model.layers.1.mixer.qkv_proj.weight", "[64, 64]",
+                         {{"backbone.layers.1.mixer.q_proj.weight", "[32:64, 0:64]", "[0, 0]"},
+                          {"backbone.layers.1.mixer.k_proj.weight", "[16:32, 0:64]", "[32, 0]"},
+                          {"backbone.layers.1.mixer.v_proj.weight", "[16:32, 0:64]", "[48, 0]"}}},
+                        // ungated (ReLU^2): up_proj stays itself; experts' w13_weight holds up alone
+                        {"model.layers.2.mixer.shared_experts.up_proj.weight", "[24, 64]",
+                         {{"backbone.layers.2.mixer.shared_experts.up_proj.weight", "[24:48, 0:64]", "[0, 0]"}}},
+                        {"model.layers.2.mixer.experts.w13_weight", "[4, 16, 64]",
+                         {{"backbone.layers.2.mixer.experts.up_proj.weight", "[0:4, 16:32, 0:64]", "[0, 0, 0]"}}},
+                        {"model.embed_tokens.weight", "[512, 64]", {{"backbone.embeddings.weight", "[512:1000, 0:64]", "[0, 0]"}}}});
+  // The source (Megatron, train rank 1) holds the same sections in its local in_proj.
+  for (const LocalStorage& s : src_storages(plan, 1))
+    if (s.name == h + "in_proj.weight") {
+      EXPECT_EQ(s.shape.str(), "[100, 64]");
+      ASSERT_EQ(s.members.size(), 5u);
+      EXPECT_EQ(s.members[2].box.str(), "[144:160, 0:64]");
+      EXPECT_EQ(s.members[2].offset.str(), "[64, 0]");
+    }
+  // A_log, D, dt_bias go through vLLM's load_weights (vLLM stores A = -exp(A_log)): misc, all the rest bulk.
+  int64_t misc = 0;
+  for (const ParamPlan& p : plan.params)
+    if (p.path == Path::Misc) misc += p.shape.product();
+  EXPECT_EQ(misc, 3 * 8);
+}
+
+// n_groups 1 over gen tp 2: vLLM duplicates the group (mamba_v2_sharded_weight_loader with
+// duplicate_groups): every rank holds the whole B [128, 160) -> 64 and C [160, 192) -> 96 (d_state 32);
+// z, x, dt as before. Megatron cannot train it at tp 2 (ngroups % tp), so train tp 1.
+TEST(VllmLayout, NemotronHOneGroupIsDuplicatedOnEveryRank) {
+  PlanOptions o = vllm(BulkMode::All, 16);
+  o.ssm_groups = 1;
+  const Plan plan = plan_of("vllm-nemotron-h.json", 1, par(1), 2, par(2), o);
+  const std::string h = "backbone.layers.0.mixer.", v = "model.layers.0.mixer.";
+  for (int r = 0; r < 2; ++r)
+    expect_rank(plan, 1 + r, {{v + "in_proj.weight", "[132, 64]",
+                               {{h + "in_proj.weight", r ? "[32:64, 0:64]" : "[0:32, 0:64]", "[0, 0]"},
+                                {h + "in_proj.weight", r ? "[96:128, 0:64]" : "[64:96, 0:64]", "[32, 0]"},
+                                {h + "in_proj.weight", "[128:160, 0:64]", "[64, 0]"},
+                                {h + "in_proj.weight", "[160:192, 0:64]", "[96, 0]"},
+                                {h + "in_proj.weight", r ? "[196:200, 0:64]" : "[192:196, 0:64]", "[128, 0]"}}}});
+  EXPECT_TRUE(has(refusal("vllm-nemotron-h.json", 2, par(2), 2, par(2), o), "Megatron-Core refuses: MambaMixer needs n_groups 1"));
+  o.ssm_groups = 0;
+  EXPECT_TRUE(has(refusal("vllm-nemotron-h.json", 1, par(1), 2, par(2), o), "pass --ssm-groups N"));
+  o.ssm_groups = 2;  // 2 groups over tp 4: vLLM refuses
+  EXPECT_TRUE(has(refusal("vllm-nemotron-h.json", 1, par(1), 4, par(4), o), "then num_groups must equal 1"));
+}
+
 // verify proves a plan against vLLM's layout, not only against itself: the layouts the planner gave
 // before these rules (KV heads cut into fractions, MLA halves in storages vLLM does not have) are refused.
 TEST(VllmLayout, VerifyRefusesAPlanWhoseLayoutIsNotVllms) {

@@ -34,6 +34,7 @@ class MegatronLayout final : public DestinationLayout {
  public:
   GenLayout kind() const override { return GenLayout::Megatron; }
   bool expert_mesh() const override { return true; }
+  bool sectioned_mixers() const override { return true; }
 
   // linear_qkv needs the query groups of each attention layer: k rows / head_dim.
   void prepare(const std::vector<LogicalParam>& params, const SystemConfig&, const PlanOptions& options,

@@ -24,6 +24,7 @@
 
 #include "dst_layouts.h"
 #include "names.h"
+#include "ssm.h"
 
 namespace reshard {
 namespace {
@@ -67,6 +68,7 @@ class Grouped {
 class VllmLayout final : public DestinationLayout {
  public:
   GenLayout kind() const override { return GenLayout::Vllm; }
+  bool sectioned_mixers() const override { return true; }
 
   void prepare(const std::vector<LogicalParam>& params, const SystemConfig& system, const PlanOptions& options,
                Problems& problems) override {
@@ -75,8 +77,12 @@ class VllmLayout final : public DestinationLayout {
     placement_ = options.gen_expert_placement;
     std::map<std::string, const LogicalParam*> by_name;
     for (const LogicalParam& p : params) by_name.emplace(p.name, &p);
-    for (const LogicalParam& p : params)
+    for (const LogicalParam& p : params) {
       if (names::starts_with(p.name, "model.language_model.")) multimodal_ = true;
+      if (names::starts_with(p.name, "backbone.")) nemotron_h_ = true;
+      if (names::ffn_proj(p.name) == names::Proj::Gate) gated_.insert(names::ffn_stem(p.name));
+    }
+    if (options.bulk == BulkMode::All) check_mamba(params, options, refused_mamba_);
     Grouped refused;
     check_attention(params, by_name, options, refused, problems);
     check_mla(params, by_name, refused);
@@ -84,6 +90,7 @@ class VllmLayout final : public DestinationLayout {
     check_vocab(params, refused);
     check_experts(params, options, problems);
     refused.flush(problems);
+    for (const std::string& s : refused_mamba_) problems.add(s);
   }
 
   void place(const std::string& name, const Dims& shape, const ParamRule& rule,
@@ -115,6 +122,9 @@ class VllmLayout final : public DestinationLayout {
       const bool grouped = rule.rule == "expert";
       if (proj == Proj::None) return renamed(name);
       const std::string stem = vllm_name(names::ffn_stem(name));
+      // An ungated MLP (NemotronH ReLU^2: up_proj, down_proj) keeps its own up_proj; ungated experts
+      // still land in w13_weight (FusedMoE with is_act_and_mul False).
+      if (proj == Proj::Up && !grouped && !gated_.count(names::ffn_stem(name))) return renamed(name);
       if (proj == Proj::Down) {
         a.storage = grouped ? stem + "w2_weight" : vllm_name(name);
         return a;
@@ -127,7 +137,7 @@ class VllmLayout final : public DestinationLayout {
     if (rule.rule == "attn_qkv") {
       const names::QkvPart q = names::qkv_part(name);
       if (q.at == std::string::npos) return renamed(name);
-      a.storage = vllm_name(name.substr(0, q.at)) + "self_attn.qkv_proj." + q.suffix;
+      a.storage = vllm_name(name.substr(0, q.at)) + q.module + "qkv_proj." + q.suffix;
       a.fuse_dim = 0;
       a.fuse_index = q.which;
       return a;
@@ -157,10 +167,39 @@ class VllmLayout final : public DestinationLayout {
   }
 
   std::string vllm_name(std::string s) const {
-    if (!multimodal_) return s;
-    for (const auto& [from, to] : kMultimodalPrefixes)
-      if (names::starts_with(s, from)) s = std::string(to) + s.substr(from.size());
+    if (multimodal_)
+      for (const auto& [from, to] : kMultimodalPrefixes)
+        if (names::starts_with(s, from)) s = std::string(to) + s.substr(from.size());
+    // models/nemotron_h.py NemotronHForCausalLM.hf_to_vllm_mapper: "backbone" -> "model",
+    // "embeddings" -> "embed_tokens" ("A_log" -> "A" too, but A_log stays misc: vLLM stores -exp).
+    if (nemotron_h_) {
+      if (names::starts_with(s, "backbone.")) s = "model." + s.substr(9);
+      const size_t at = s.find(".embeddings.");
+      if (at != std::string::npos) s.replace(at, 12, ".embed_tokens.");
+    }
     return s;
+  }
+
+  // MambaMixer2 (layers/mamba/mamba_mixer2.py __init__): "Tensor parallel world size must divide num
+  // heads."; "If tensor parallel world size does not divide num_groups, then num_groups must equal 1.";
+  // Mixer2RMSNormGated: "Tensor parallel world size must divide hidden size."
+  void check_mamba(const std::vector<LogicalParam>& params, const PlanOptions& options, std::vector<std::string>& out) const {
+    Problems quiet;  // shape problems are the planner's to report
+    const std::map<std::string, MambaShape> mixers = mamba_shapes(params, quiet);
+    if (mixers.empty() || tp_ <= 1) return;
+    const MambaShape& m = mixers.begin()->second;
+    const std::string where = " (layers/mamba/mamba_mixer2.py MambaMixer2, " + n(static_cast<int64_t>(mixers.size())) +
+                              " mixers)";
+    if (m.heads % tp_ != 0)
+      out.push_back("vLLM refuses: \"Tensor parallel world size must divide num heads.\" (" + n(m.heads) +
+                    " heads, tp " + n(tp_) + ")" + where);
+    if (m.inner % tp_ != 0)
+      out.push_back("vLLM refuses: \"Tensor parallel world size must divide hidden size.\" (d_inner " + n(m.inner) +
+                    ", tp " + n(tp_) + ")" + where);
+    const int g = options.ssm_groups;
+    if (g > 0 && g % tp_ != 0 && g != 1)
+      out.push_back("vLLM refuses: \"If tensor parallel world size does not divide num_groups, then num_groups must "
+                    "equal 1.\" (n_groups " + n(g) + ", tp " + n(tp_) + ")" + where);
   }
 
   // QKVParallelLinear (layers/linear.py): num_heads = divide(H, tp); tp >= KV: num_kv_head_replicas =
@@ -172,9 +211,10 @@ class VllmLayout final : public DestinationLayout {
     const int64_t head_dim = find_head_dim(params, options, from);
     bool need_head_dim = false;
     for (const LogicalParam& p : params) {
-      if (!names::ends_with(p.name, "self_attn.k_proj.weight") || p.shape.n != 2) continue;
-      const std::string prefix = names::stem(p.name, "self_attn.k_proj.weight");
-      auto q = by_name.find(prefix + "self_attn.q_proj.weight");
+      const names::QkvPart part = names::qkv_part(p.name);
+      if (part.which != 1 || part.suffix != "weight" || p.shape.n != 2) continue;
+      const std::string prefix = p.name.substr(0, part.at);
+      auto q = by_name.find(prefix + part.module + "q_proj.weight");
       if (q == by_name.end()) continue;
       if (head_dim <= 0) {
         need_head_dim = true;
@@ -297,7 +337,9 @@ class VllmLayout final : public DestinationLayout {
 
   int tp_ = 1, ep_ = 1;
   ExpertPlacement placement_ = ExpertPlacement::Linear;
-  bool multimodal_ = false;
+  bool multimodal_ = false, nemotron_h_ = false;
+  std::set<std::string> gated_;               // FFN stems with a gate_proj
+  std::vector<std::string> refused_mamba_;
   std::map<std::string, int> kv_heads_;  // attention prefix -> KV heads
   std::set<std::string> fused_qkv_a_;    // MLA prefixes with a q_a_proj (q_lora_rank set)
 };

@@ -106,6 +106,12 @@ std::vector<Segment> segments(const Placement& p, int64_t n, int size, int c, in
       int64_t base = 0;
       local = 0;
       for (int64_t s : p.sections) {
+        if (s < 0) {  // replicated section: every coordinate holds it whole
+          out.push_back({base, base - s, local});
+          local -= s;
+          base -= s;
+          continue;
+        }
         const Range r = chunk_range(s, size, c);
         out.push_back({base + r.begin, base + r.end, local});
         local += r.size();
@@ -141,7 +147,8 @@ std::string Placement::str() const {
       s += ",sections=[";
       for (size_t i = 0; i < sections.size(); ++i) {
         if (i) s += ',';
-        s += std::to_string(sections[i]);
+        s += std::to_string(sections[i] < 0 ? -sections[i] : sections[i]);
+        if (sections[i] < 0) s += 'r';
       }
       s += "]";
       break;
@@ -198,8 +205,11 @@ Placement Placement::parse(const std::string& s) {
     while (true) {
       const size_t next = list.find(',', at);
       int64_t n = 0;
-      if (!parse_count(list.substr(at, next - at), n)) throw bad();
-      p.sections.push_back(n);
+      std::string item = list.substr(at, next - at);
+      const bool replicated = !item.empty() && item.back() == 'r';
+      if (replicated) item.pop_back();
+      if (!parse_count(item, n)) throw bad();
+      p.sections.push_back(replicated ? -n : n);
       if (next == std::string::npos) break;
       at = next + 1;
     }
@@ -224,7 +234,7 @@ std::string Placement::check(int64_t extent, int size) const {
       break;
     case Cut::Sections: {
       int64_t sum = 0;
-      for (int64_t s : sections) sum += s;
+      for (int64_t s : sections) sum += s < 0 ? -s : s;
       if (sum != extent) return at + ": sections sum to " + std::to_string(sum);
       break;
     }

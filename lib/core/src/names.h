@@ -48,19 +48,37 @@ inline std::string ffn_stem(const std::string& name) {
   return stem(name, f->suffix.front() == '.' ? f->suffix.substr(1) : f->suffix);
 }
 
-// Where "self_attn.{q,k,v}_proj." starts in `name` and which of q/k/v (0/1/2); npos when none.
+// Where the attention module "self_attn." (or NemotronH's attention "mixer.") of a
+// "{module}{q,k,v}_proj." name starts, which of q/k/v (0/1/2), the module; npos when none.
 struct QkvPart {
   size_t at = std::string::npos;
   int which = -1;
   std::string suffix;  // "weight" or "bias"
+  std::string module;  // "self_attn." or "mixer."
 };
 inline QkvPart qkv_part(const std::string& name) {
-  static constexpr std::string_view kParts[] = {"self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj."};
-  for (int i = 0; i < 3; ++i) {
-    const size_t at = name.find(kParts[i]);
-    if (at != std::string::npos) return QkvPart{at, i, name.substr(at + kParts[i].size())};
-  }
+  static constexpr std::string_view kModules[] = {"self_attn.", "mixer."};
+  static constexpr std::string_view kParts[] = {"q_proj.", "k_proj.", "v_proj."};
+  for (std::string_view module : kModules)
+    for (int i = 0; i < 3; ++i) {
+      const std::string part = std::string(module) + std::string(kParts[i]);
+      const size_t at = name.find(part);
+      if (at != std::string::npos) return QkvPart{at, i, name.substr(at + part.size()), std::string(module)};
+    }
   return {};
+}
+
+// Mamba2 mixer tensors (NemotronH: "...mixer.{in_proj,conv1d,A_log,D,dt_bias,norm,out_proj}"): the part
+// after "mixer." when `name` is one, else "".
+inline std::string mamba_part(const std::string& name) {
+  static constexpr std::string_view kParts[] = {"in_proj.weight", "conv1d.weight", "conv1d.bias", "A_log",
+                                                "D",              "dt_bias",       "norm.weight", "out_proj.weight"};
+  const size_t at = name.rfind("mixer.");
+  if (at == std::string::npos) return "";
+  const std::string part = name.substr(at + 6);
+  for (std::string_view p : kParts)
+    if (part == p) return part;
+  return "";
 }
 
 }  // namespace reshard::names

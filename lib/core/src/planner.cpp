@@ -12,8 +12,10 @@
 #include "reshard/core/plan_check.h"
 #include "reshard/core/rules.h"
 #include "reshard/core/stages.h"
+#include "names.h"
 #include "planner_bulk.h"
 #include "planner_precision.h"
+#include "ssm.h"
 
 namespace reshard {
 namespace {
@@ -37,6 +39,7 @@ std::string fingerprint(const Plan& plan) {
   h.add(o.rules_json);
   if (o.head_dim != 0) h.add("head_dim").add(o.head_dim);
   if (o.gen_expert_placement != ExpertPlacement::Linear) h.add("expert_placement").add(to_string(o.gen_expert_placement));
+  if (o.ssm_groups != 0) h.add("ssm_groups").add(o.ssm_groups);
   // Only when set, so that plans made before precision pairs keep their fingerprints.
   if (o.gen_precision != GenPrecision::Auto || o.scales != ScalesPath::Misc)
     h.add("precision").add(to_string(o.gen_precision)).add(to_string(o.scales));
@@ -164,6 +167,30 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     problems.add("gen: pp=" + std::to_string(gp.pp) + " exceeds the " + std::to_string(layers) + " decoder layers");
   if (gp.pp > 0) gen_stage_of = vllm_layer_stages(layers, gp.pp);
 
+  // Mamba2 mixers under --bulk all: their sections need n_groups wherever a side cuts them.
+  std::map<std::string, MambaShape> mamba;
+  if (options.bulk == BulkMode::All) mamba = mamba_shapes(logical, problems);
+  const int ssm_groups = options.ssm_groups;
+  if (!mamba.empty() && ssm_groups == 0 && (tp.tp > 1 || gp.tp > 1))
+    problems.add("--bulk all: Mamba2 in_proj / conv1d are cut per section and the B / C sections by group: pass "
+                 "--ssm-groups N (config.json n_groups; the shapes give only n_groups x d_state = " +
+                 std::to_string(mamba.begin()->second.groups_state) + ")");
+  if (!mamba.empty() && ssm_groups > 0) {
+    const MambaShape& m = mamba.begin()->second;
+    if (m.groups_state % ssm_groups != 0)
+      problems.add("--ssm-groups " + std::to_string(ssm_groups) + " does not divide n_groups x d_state = " +
+                   std::to_string(m.groups_state));
+    // megatron/core/ssm/mamba_mixer.py MambaMixer.__init__: assert ngroups % tp == 0, nheads % tp == 0.
+    if (ssm_groups % tp.tp != 0 || m.heads % tp.tp != 0)
+      problems.add("Megatron-Core refuses: MambaMixer needs n_groups " + std::to_string(ssm_groups) + " and heads " +
+                   std::to_string(m.heads) + " divisible by train tp " + std::to_string(tp.tp) +
+                   " (megatron/core/ssm/mamba_mixer.py MambaMixer.__init__)");
+    if (options.gen_layout == GenLayout::Megatron && (ssm_groups % gp.tp != 0 || m.heads % gp.tp != 0))
+      problems.add("Megatron-Core refuses: MambaMixer needs n_groups " + std::to_string(ssm_groups) + " and heads " +
+                   std::to_string(m.heads) + " divisible by gen tp " + std::to_string(gp.tp) +
+                   " (megatron/core/ssm/mamba_mixer.py MambaMixer.__init__)");
+  }
+
   // Classify and check the expert counts against EP.
   std::vector<Classified> params;
   params.reserve(logical.size());
@@ -175,6 +202,11 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     if (mtp_param) {
       c.rule = ParamRule{};
       c.rule.rule = "mtp";
+    }
+    if ((c.rule.rule == "ssm_in" || c.rule.rule == "ssm_conv") &&
+        !mamba.count(p.name.substr(0, p.name.size() - names::mamba_part(p.name).size()))) {
+      c.rule = ParamRule{};  // not a whole Mamba2 mixer: no known sections, broadcast whole
+      c.rule.rule = "ssm_param";
     }
     if (p.grouped_expert && c.rule.path == Path::Bulk) {
       const int64_t e = p.shape[0];
@@ -265,6 +297,14 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
       } else {
         if (c.rule.train_tp_dim >= 0) src_p["tp"] = Placement::shard(c.rule.train_tp_dim);
         if (c.rule.gen_tp_dim >= 0) dst_p["tp"] = Placement::shard(c.rule.gen_tp_dim);
+      }
+      // Mamba2 in_proj / conv1d: per section on Megatron's side and on an engine destination.
+      if (c.rule.rule == "ssm_in" || c.rule.rule == "ssm_conv") {
+        const std::string part = names::mamba_part(pp.name);
+        const MambaShape& m = mamba.at(pp.name.substr(0, pp.name.size() - part.size()));
+        if (tp.tp > 1) src_p["tp"] = Placement::split(0, mamba_sections(m, part, false));
+        if (gp.tp > 1 && dst_layout->sectioned_mixers())
+          dst_p["tp"] = Placement::split(0, mamba_sections(m, part, ssm_groups == 1));
       }
       dst_layout->place(pp.name, pp.shape, c.rule, dst_p);
       // A cut that shapes the local tensor even on one rank (vLLM pads the vocab at tp 1 too) keeps

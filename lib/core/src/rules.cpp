@@ -139,13 +139,35 @@ ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert,
   };
   // q/k/v biases are sharded like their weights (vLLM QKVParallelLinear loads them into qkv_proj.bias
   // with the weight's offsets, layers/linear.py weight_loader; Megatron's linear_qkv bias likewise).
-  for (const char* qkv : {"self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj."})
+  for (const char* qkv : {"self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj.", "mixer.q_proj.",
+                          "mixer.k_proj.", "mixer.v_proj."})
     if (contains(name, qkv)) {
       bulk_rule("attn_qkv", 0);
       r.train_tp_dim = r.gen_tp_dim = 0;
       return r;
     }
   if (contains(name, "q_b_proj.") || contains(name, "kv_b_proj.")) return bulk_rule("attn_up", 0);
+  // Mamba2 mixers: in_proj and conv1d are cut per section (the sections come from the shapes, planner),
+  // the gated norm by channel, out_proj by column; Megatron-Core MambaMixer and vLLM MambaMixer2 alike.
+  // A_log, D and dt_bias stay misc: Megatron holds them in float32 (Bridge casts on export) and vLLM
+  // stores A = -exp(A_log) (layers/mamba/mamba_mixer2.py composed_weight_loader): they go through
+  // vLLM's load_weights.
+  if (const std::string part = names::mamba_part(name); !part.empty()) {
+    if (part == "in_proj.weight") return bulk_rule("ssm_in", 0);
+    if (part == "conv1d.weight" || part == "conv1d.bias") {
+      bulk_rule("ssm_conv", 0);
+      r.train_tp_dim = r.gen_tp_dim = 0;
+      return r;
+    }
+    if (part == "norm.weight") {
+      bulk_rule("ssm_norm", 0);
+      r.train_tp_dim = r.gen_tp_dim = 0;
+      return r;
+    }
+    if (part == "out_proj.weight") return bulk_rule("ssm_out", 1);
+    r.rule = "ssm_param";
+    return r;
+  }
   if (contains(name, "o_proj.")) return bulk_rule("attn_out", 1);
   if (contains(name, "q_a_proj.") || contains(name, "kv_a_proj_with_mqa.")) return bulk_rule("attn_down", -1);
   if (contains(name, "embed_tokens.") || contains(name, "embeddings.") || name.rfind("lm_head.", 0) == 0)

@@ -66,6 +66,7 @@ std::string options_text(const PlanOptions& o) {
   if (!o.layer_to_stage.empty()) s += " layer-map=(" + std::to_string(o.layer_to_stage.size()) + " layers)";
   if (!o.rules_json.empty()) s += " rules=(custom)";
   if (o.head_dim) s += " head-dim=" + std::to_string(o.head_dim);
+  if (o.ssm_groups) s += " ssm-groups=" + std::to_string(o.ssm_groups);
   if (o.gen_expert_placement != ExpertPlacement::Linear)
     s += std::string(" gen-expert-placement=") + to_string(o.gen_expert_placement);
   return s;

@@ -38,6 +38,9 @@ class DestinationLayout {
   // True: gen experts live on their own (etp, ep, edp) mesh in Megatron's expert order, independent of
   // tp; false: they use the tp axis (as ep when gen ep > 1, see docs/design.md).
   virtual bool expert_mesh() const { return false; }
+  // True: Mamba2 in_proj / conv1d are cut per section on the gen side (the engine's mixer); false:
+  // torch.chunk of the HF tensor (hf).
+  virtual bool sectioned_mixers() const { return false; }
   // Before classification: reads what the layout needs from the model (Megatron: the query groups of
   // each attention layer; vLLM: heads, KV heads, vocab) and refuses what the engine refuses. Every
   // problem goes to `problems`, naming the engine's rule and the numbers.

@@ -40,13 +40,14 @@ Mesh make_mesh(const std::vector<std::pair<std::string, int>>& inner_first, int 
 //   "S(d,cyclic)"       index i on coordinate i % size, at local index i / size (vLLM round_robin experts)
 //   "S(d,sections=[a,b,...])"  the dim is sections of a, b, ... rows, each chunked over the mesh dim; the
 //                       local tensor concatenates the coordinate's chunk of every section (vLLM's
-//                       sharded mamba / conv1d loaders)
+//                       sharded mamba / conv1d loaders); "br" is a section b every coordinate holds
+//                       whole (vLLM's duplicated Mamba2 groups when n_groups == 1)
 struct Placement {
   enum class Cut : uint8_t { Chunk, Blocks, Pad, Balanced, Cyclic, Sections };
   int shard_dim = -1;  // -1: Replicate
   Cut cut = Cut::Chunk;
   int64_t count = 0;              // Blocks: k; Pad: P
-  std::vector<int64_t> sections;  // Sections
+  std::vector<int64_t> sections;  // Sections (< 0: that many rows, replicated)
 
   bool replicate() const { return shard_dim < 0; }
   bool plain() const { return replicate() || cut == Cut::Chunk; }

@@ -1,0 +1,29 @@
+// Mamba2 mixers (NemotronH): sizes from the shapes, and the TP sections of in_proj and conv1d (private
+// to lib/core). Both engines cut them per section: Megatron-Core MambaMixer (megatron/core/ssm/
+// mamba_mixer.py: in_proj partition_sizes [d_inner, d_inner, G N, G N, heads] / tp, conv1d [x, B, C])
+// and vLLM MambaMixer2 (layers/mamba/mamba_mixer2.py mamba_v2_sharded_weight_loader), which with
+// n_groups == 1 gives every rank the whole B and C.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "reshard/core/error.h"
+#include "reshard/core/grouping.h"
+
+namespace reshard {
+
+struct MambaShape {
+  int64_t inner = 0;         // d_inner = heads x head dim (norm.weight)
+  int64_t groups_state = 0;  // n_groups x d_state (B and C each)
+  int64_t heads = 0;         // A_log
+};
+
+// Mixer prefix ("...mixer.") -> sizes, for every mixer whose in_proj, conv1d, norm and A_log agree.
+std::map<std::string, MambaShape> mamba_shapes(const std::vector<LogicalParam>& params, Problems& problems);
+
+// The sections of `part` ("in_proj.weight", "conv1d.weight", "conv1d.bias") over tp with `groups`
+// n_groups; B and C replicated when `duplicate_groups` (vLLM, n_groups == 1 < tp).
+std::vector<int64_t> mamba_sections(const MambaShape& m, const std::string& part, bool duplicate_groups);
+
+}  // namespace reshard
