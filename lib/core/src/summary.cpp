@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "reshard/core/after_loading.h"
 #include "reshard/core/error.h"
 #include "reshard/core/units.h"
 
@@ -219,6 +220,7 @@ std::string format_summary(const Plan& plan, const PlanStats& st) {
   row("busiest", "rank " + std::to_string(st.busiest_rank) + " (" + side(plan, st.busiest_rank) + ") moves " +
                      format_bytes(st.busiest_bytes) + " (" + std::to_string(st.busiest_bytes) + " B)");
   row("efficiency", fmt("%.3f", st.efficiency) + " (lower bound / busiest rank)");
+  for (const std::string& note : after_loading_notes(plan)) row("after load", note);
   const size_t world = st.ranks.size();
   out << "\n";
   if (world <= kFullTableRanks) {
@@ -354,6 +356,7 @@ Json summary_json(const Plan& plan, const PlanStats& st, const std::vector<int>&
   j["busiest_rank"] = st.busiest_rank;
   j["busiest_bytes"] = st.busiest_bytes;
   j["efficiency"] = st.efficiency;
+  j["after_loading"] = after_loading_notes(plan);
   Json rows = Json::array();
   if (ranks.empty()) {
     for (const RankStats& r : st.ranks) rows.push_back(rank_json(plan, r));
