@@ -178,7 +178,71 @@ def nemotron_h():
     write("vllm-nemotron-h.json", "synthetic NemotronH (Mamba2, attention, ungated MoE)", p)
 
 
+# Gated delta net layer (modeling_qwen3_next.py / modeling_qwen3_5.py): 4 key heads and 8 value heads of
+# 8, so key_dim 32, value_dim 64; conv kernel 4.
+def gdn(p, pre, H, qwen35):
+    a = pre + "linear_attn."
+    if qwen35:  # separate in_proj_qkv ([q | k | v]), in_proj_z, in_proj_b, in_proj_a
+        p[a + "in_proj_qkv.weight"] = t((2 * 32 + 64, H))
+        p[a + "in_proj_z.weight"] = t((64, H))
+        p[a + "in_proj_b.weight"] = t((8, H))
+        p[a + "in_proj_a.weight"] = t((8, H))
+    else:  # grouped per key head: [q 8 | k 8 | v 16 | z 16] x 4, [b 2 | a 2] x 4
+        p[a + "in_proj_qkvz.weight"] = t((4 * 48, H))
+        p[a + "in_proj_ba.weight"] = t((16, H))
+    p[a + "conv1d.weight"] = t((2 * 32 + 64, 1, 4))
+    p[a + "A_log"] = t((8,), "float32")
+    p[a + "dt_bias"] = t((8,))
+    p[a + "norm.weight"] = t((8,))
+    p[a + "out_proj.weight"] = t((H, 64))
+
+
+# Qwen3-Next: layer 0 gated delta net, layer 1 gated attention (q_proj holds query and gate: 2 x 4 heads
+# of 16), MoE with a shared expert and its gate.
+def qwen3_next():
+    p, H, V = {}, 64, 1000
+    p["model.embed_tokens.weight"] = t((V, H))
+    for l in range(2):
+        pre = f"model.layers.{l}."
+        p[pre + "input_layernorm.weight"] = t((H,))
+        if l == 0:
+            gdn(p, pre, H, False)
+        else:
+            attention(p, pre, H, 8, 2, 16, qk_norm=True)
+            p[pre + "self_attn.o_proj.weight"] = t((H, 4 * 16))
+        p[pre + "post_attention_layernorm.weight"] = t((H,))
+        p[pre + "mlp.gate.weight"] = t((4, H))
+        for e in range(4):
+            mlp(p, f"{pre}mlp.experts.{e}.", H, 32)
+        mlp(p, pre + "mlp.shared_expert.", H, 48)
+        p[pre + "mlp.shared_expert_gate.weight"] = t((1, H))
+    p["model.norm.weight"] = t((H,))
+    p["lm_head.weight"] = t((V, H))
+    write("vllm-qwen3-next.json", "synthetic Qwen3-Next (gated delta net)", p)
+
+
+# Qwen3.5 (VL names): layer 0 gated delta net with separate in_proj_qkv / z / b / a, layer 1 attention.
+def qwen35():
+    p, H, V = {}, 64, 1000
+    p["model.visual.patch_embed.proj.weight"] = t((32, 3, 2, 4, 4))
+    p["model.language_model.embed_tokens.weight"] = t((V, H))
+    for l in range(2):
+        pre = f"model.language_model.layers.{l}."
+        p[pre + "input_layernorm.weight"] = t((H,))
+        if l == 0:
+            gdn(p, pre, H, True)
+        else:
+            attention(p, pre, H, 4, 2, 16, qk_norm=True)
+        p[pre + "post_attention_layernorm.weight"] = t((H,))
+        mlp(p, pre + "mlp.", H, 128)
+    p["model.language_model.norm.weight"] = t((H,))
+    p["lm_head.weight"] = t((V, H))
+    write("vllm-qwen3.5.json", "synthetic Qwen3.5 (gated delta net, VL names)", p)
+
+
 if __name__ == "__main__":
+    qwen3_next()
+    qwen35()
     nemotron_h()
     qwen2()
     qwen3_moe()

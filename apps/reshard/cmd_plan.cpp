@@ -29,7 +29,7 @@ namespace {
 struct PlanArgs {
   std::string model, system, output, format, layer_map, rules, mtp_layers;
   std::string train_gpus, gen_gpus, train, gen;
-  std::string first_stage_layers, last_stage_layers, head_dim, ssm_groups;
+  std::string first_stage_layers, last_stage_layers, head_dim, ssm_groups, linear_key_heads;
   std::string bulk = "ffn", gen_layout = "hf", fanout = "auto", bucket_bytes = "1Gi";
   std::string gen_precision = "auto", scales = "misc", gen_expert_placement = "linear";
   std::vector<std::string> exclude;
@@ -215,6 +215,10 @@ int run_plan(const PlanArgs& a) {
   if (!a.head_dim.empty())
     check(problems,
           [&] { options.head_dim = static_cast<int>(parse_integer(a.head_dim, "--head-dim", 1, INT32_MAX)); });
+  if (!a.linear_key_heads.empty())
+    check(problems, [&] {
+      options.linear_key_heads = static_cast<int>(parse_integer(a.linear_key_heads, "--linear-key-heads", 1, INT32_MAX));
+    });
   if (!a.ssm_groups.empty())
     check(problems,
           [&] { options.ssm_groups = static_cast<int>(parse_integer(a.ssm_groups, "--ssm-groups", 1, INT32_MAX)); });
@@ -328,6 +332,9 @@ void add_plan_command(CLI::App& app, Action& action) {
                   "and Megatron's linear_qkv query groups (default: the q_norm/k_norm size)");
   cmd->add_option("--ssm-groups", args->ssm_groups,
                   "Mamba2 n_groups (config.json) for --bulk all: the TP cut of mixer in_proj / conv1d per section");
+  cmd->add_option("--linear-key-heads", args->linear_key_heads,
+                  "Gated delta net key heads (config.json linear_num_key_heads) for --bulk all: Megatron's in_proj "
+                  "groups and the engines' head checks");
   cmd->add_option("--gen-expert-placement", args->gen_expert_placement,
                   "vLLM EP expert placement: linear (default; the first E % ep ranks hold one more) or round_robin "
                   "(expert e on rank e % ep; vLLM honours it for grouped-topk models)")

@@ -371,6 +371,80 @@ TEST(VllmLayout, NemotronHOneGroupIsDuplicatedOnEveryRank) {
   EXPECT_TRUE(has(refusal("vllm-nemotron-h.json", 1, par(1), 4, par(4), o), "then num_groups must equal 1"));
 }
 
+// The local tensor `name` of train rank `rank`: its shape and pieces, as expect_rank does for gen ranks.
+void expect_src(const Plan& plan, int rank, const Tensor& want) {
+  for (const LocalStorage& s : src_storages(plan, rank)) {
+    if (s.name != want.name) continue;
+    EXPECT_EQ(s.shape.str(), want.shape) << want.name;
+    std::vector<Piece> got, expected = want.pieces;
+    for (const StorageMember& m : s.members) got.push_back({plan.params[m.param].name, m.box.str(), m.offset.str()});
+    std::sort(got.begin(), got.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_TRUE(got == expected) << "train rank " << rank << " " << want.name << ": " << got.size() << " pieces, first "
+                                 << (got.empty() ? "" : got[0].box + " at " + got[0].at);
+    return;
+  }
+  ADD_FAILURE() << "train rank " << rank << " has no " << want.name;
+}
+
+// Qwen3-Next gated delta net: 4 key heads of 8, 8 value heads of 8 (key_dim 32, value_dim 64); HF
+// in_proj_qkvz is grouped per key head, 48 rows each: [q 8 | k 8 | v 16 | z 16]; in_proj_ba [b 2 | a 2].
+// Train tp 2 (Megatron-Core GatedDeltaNet; Bridge qwen3_next_bridge.py GDNLinearMapping): rank 1 holds
+// key heads 2, 3, section-major: q rows 96.., 144.. then k, v, z. Gen tp 2 (vLLM
+// qwen_gdn_linear_attn.py: in_proj_qkvz / in_proj_ba one section each): rank 1 holds the contiguous
+// rows [96, 192) and [8, 16); conv1d per [q 32 | k 32 | v 64] section; out_proj by column.
+TEST(VllmLayout, Qwen3NextGatedDeltaNetOnBothSides) {
+  PlanOptions o = vllm(BulkMode::All);
+  o.linear_key_heads = 4;
+  const Plan plan = plan_of("vllm-qwen3-next.json", 2, par(2), 2, par(2), o);
+  const std::string a = L0 + "linear_attn.", qkvz = a + "in_proj_qkvz.weight", ba = a + "in_proj_ba.weight";
+  expect_src(plan, 1, {qkvz, "[96, 64]",
+                       {{qkvz, "[96:104, 0:64]", "[0, 0]"}, {qkvz, "[144:152, 0:64]", "[8, 0]"},
+                        {qkvz, "[104:112, 0:64]", "[16, 0]"}, {qkvz, "[152:160, 0:64]", "[24, 0]"},
+                        {qkvz, "[112:128, 0:64]", "[32, 0]"}, {qkvz, "[160:176, 0:64]", "[48, 0]"},
+                        {qkvz, "[128:144, 0:64]", "[64, 0]"}, {qkvz, "[176:192, 0:64]", "[80, 0]"}}});
+  expect_src(plan, 1, {ba, "[8, 64]",
+                       {{ba, "[8:10, 0:64]", "[0, 0]"}, {ba, "[12:14, 0:64]", "[2, 0]"},
+                        {ba, "[10:12, 0:64]", "[4, 0]"}, {ba, "[14:16, 0:64]", "[6, 0]"}}});
+  expect_rank(plan, 3, {{qkvz, "[96, 64]", {{qkvz, "[96:192, 0:64]", "[0, 0]"}}},
+                        {ba, "[8, 64]", {{ba, "[8:16, 0:64]", "[0, 0]"}}},
+                        {a + "conv1d.weight", "[64, 1, 4]",
+                         {{a + "conv1d.weight", "[16:32, 0:1, 0:4]", "[0, 0, 0]"},
+                          {a + "conv1d.weight", "[48:64, 0:1, 0:4]", "[16, 0, 0]"},
+                          {a + "conv1d.weight", "[96:128, 0:1, 0:4]", "[32, 0, 0]"}}},
+                        {a + "out_proj.weight", "[64, 32]", {{a + "out_proj.weight", "[0:64, 32:64]", "[0, 0]"}}}});
+  // The gated norm (Megatron zero-centred), A_log and dt_bias through load_weights: 8 + 8 + 8 elements.
+  int64_t misc = 0;
+  for (const ParamPlan& p : plan.params)
+    if (p.path == Path::Misc) misc += p.shape.product();
+  EXPECT_EQ(misc, 24);
+  o.linear_key_heads = 0;
+  EXPECT_TRUE(has(refusal("vllm-qwen3-next.json", 2, par(2), 2, par(2), o), "pass --linear-key-heads N"));
+  o.linear_key_heads = 4;
+  EXPECT_TRUE(has(refusal("vllm-qwen3-next.json", 1, par(1), 8, par(8), o), "4 key heads over tp 8"));
+}
+
+// Qwen3.5: in_proj_qkv is flat [q 32 | k 32 | v 64], so both engines cut it per section; vLLM merges it
+// with in_proj_z into in_proj_qkvz = [q_r | k_r | v_r | z_r] and in_proj_b, in_proj_a into in_proj_ba
+// (models/qwen3_5.py stacked mapping (0, 1, 2), 3; 0, 1), under language_model.model. names.
+TEST(VllmLayout, Qwen35GatedDeltaNetMerges) {
+  PlanOptions o = vllm(BulkMode::All);
+  o.linear_key_heads = 4;
+  const Plan plan = plan_of("vllm-qwen3.5.json", 2, par(2), 2, par(2), o);
+  const std::string h = "model.language_model.layers.0.linear_attn.", v = "language_model.model.layers.0.linear_attn.";
+  expect_src(plan, 1, {h + "in_proj_qkv.weight", "[64, 64]",
+                       {{h + "in_proj_qkv.weight", "[16:32, 0:64]", "[0, 0]"},
+                        {h + "in_proj_qkv.weight", "[48:64, 0:64]", "[16, 0]"},
+                        {h + "in_proj_qkv.weight", "[96:128, 0:64]", "[32, 0]"}}});
+  expect_rank(plan, 3, {{v + "in_proj_qkvz.weight", "[96, 64]",
+                         {{h + "in_proj_qkv.weight", "[16:32, 0:64]", "[0, 0]"},
+                          {h + "in_proj_qkv.weight", "[48:64, 0:64]", "[16, 0]"},
+                          {h + "in_proj_qkv.weight", "[96:128, 0:64]", "[32, 0]"},
+                          {h + "in_proj_z.weight", "[32:64, 0:64]", "[64, 0]"}}},
+                        {v + "in_proj_ba.weight", "[8, 64]",
+                         {{h + "in_proj_b.weight", "[4:8, 0:64]", "[0, 0]"}, {h + "in_proj_a.weight", "[4:8, 0:64]", "[4, 0]"}}}});
+}
+
 // verify proves a plan against vLLM's layout, not only against itself: the layouts the planner gave
 // before these rules (KV heads cut into fractions, MLA halves in storages vLLM does not have) are refused.
 TEST(VllmLayout, VerifyRefusesAPlanWhoseLayoutIsNotVllms) {

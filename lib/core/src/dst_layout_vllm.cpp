@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "dst_layouts.h"
 #include "names.h"
@@ -83,6 +84,7 @@ class VllmLayout final : public DestinationLayout {
       if (names::ffn_proj(p.name) == names::Proj::Gate) gated_.insert(names::ffn_stem(p.name));
     }
     if (options.bulk == BulkMode::All) check_mamba(params, options, refused_mamba_);
+    if (options.bulk == BulkMode::All) check_gdn(params, options, refused_mamba_);
     Grouped refused;
     check_attention(params, by_name, options, refused, problems);
     check_mla(params, by_name, refused);
@@ -141,6 +143,23 @@ class VllmLayout final : public DestinationLayout {
       a.fuse_dim = 0;
       a.fuse_index = q.which;
       return a;
+    }
+    // Qwen3.5 (models/qwen3_5.py stacked mapping): in_proj_qkv -> in_proj_qkvz shards (0, 1, 2), in_proj_z
+    // -> 3; in_proj_b -> in_proj_ba 0, in_proj_a -> 1. Qwen3-Next's in_proj_qkvz / in_proj_ba are themselves.
+    if (rule.rule == "gdn_in") {
+      const std::string part = names::gdn_part(name);
+      const std::string prefix = name.substr(0, name.size() - part.size());
+      for (const auto& [from, to, index] : {std::tuple<std::string_view, std::string_view, int>{"in_proj_qkv.weight", "in_proj_qkvz.weight", 0},
+                                            {"in_proj_z.weight", "in_proj_qkvz.weight", 1},
+                                            {"in_proj_b.weight", "in_proj_ba.weight", 0},
+                                            {"in_proj_a.weight", "in_proj_ba.weight", 1}})
+        if (part == from) {
+          a.storage = vllm_name(prefix) + std::string(to);
+          a.fuse_dim = 0;
+          a.fuse_index = index;
+          return a;
+        }
+      return renamed(name);
     }
     if (rule.rule == "attn_down") {
       for (const auto& [part, index] : {std::pair<std::string_view, int>{"self_attn.q_a_proj.weight", 0},
@@ -333,6 +352,26 @@ class VllmLayout final : public DestinationLayout {
                    "falls back to linear otherwise; this model has no e_score_correction_bias (use linear)");
     if (ep_ <= 1)
       problems.add("--gen-expert-placement round_robin needs gen ep > 1 (vLLM builds an expert map only with EP)");
+  }
+
+  // QwenGatedDeltaNetAttention (layers/mamba/gdn/qwen_gdn_linear_attn.py): A_log = divide(value heads,
+  // tp), MergedColumnParallelLinear asserts key_dim and value_dim % tp; the forward views a rank's
+  // in_proj as key heads / tp groups, so the key heads must divide too.
+  void check_gdn(const std::vector<LogicalParam>& params, const PlanOptions& options, std::vector<std::string>& out) const {
+    Problems quiet;
+    const std::map<std::string, GdnShape> layers = gdn_shapes(params, quiet);
+    if (layers.empty() || tp_ <= 1) return;
+    const GdnShape& g = layers.begin()->second;
+    const std::string where = " (layers/mamba/gdn/qwen_gdn_linear_attn.py QwenGatedDeltaNetAttention, " +
+                              n(static_cast<int64_t>(layers.size())) + " layers)";
+    if (g.value_heads % tp_ != 0)
+      out.push_back("vLLM refuses: " + n(g.value_heads) + " value heads are not divisible by tp " + n(tp_) + where);
+    if (g.key_dim % tp_ != 0 || g.value_dim % tp_ != 0)
+      out.push_back("vLLM refuses: key_dim " + n(g.key_dim) + " / value_dim " + n(g.value_dim) +
+                    " are not divisible by tp " + n(tp_) + where);
+    if (options.linear_key_heads > 0 && options.linear_key_heads % tp_ != 0)
+      out.push_back("vLLM cannot run it: " + n(options.linear_key_heads) + " key heads over tp " + n(tp_) +
+                    " cut a key-head group (its forward views in_proj as key heads / tp groups)" + where);
   }
 
   int tp_ = 1, ep_ = 1;

@@ -102,6 +102,21 @@ std::vector<Segment> segments(const Placement& p, int64_t n, int size, int c, in
       for (int64_t i = c; i < n; i += size) out.push_back({i, i + 1, local++});
       break;
     }
+    case Cut::Groups: {
+      int64_t group_rows = 0;
+      for (int64_t s : p.sections) group_rows += s;
+      const Range groups = chunk_range(p.count, size, c);
+      local = 0;
+      int64_t within = 0;
+      for (int64_t s : p.sections) {
+        for (int64_t g = groups.begin; g < groups.end; ++g) {
+          out.push_back({g * group_rows + within, g * group_rows + within + s, local});
+          local += s;
+        }
+        within += s;
+      }
+      break;
+    }
     case Cut::Sections: {
       int64_t base = 0;
       local = 0;
@@ -143,7 +158,9 @@ std::string Placement::str() const {
     case Cut::Cyclic:
       s += ",cyclic";
       break;
+    case Cut::Groups:
     case Cut::Sections: {
+      if (cut == Cut::Groups) s += ",groups=" + std::to_string(count);
       s += ",sections=[";
       for (size_t i = 0; i < sections.size(); ++i) {
         if (i) s += ',';
@@ -197,8 +214,16 @@ Placement Placement::parse(const std::string& s) {
   } else if (auto padded = value("pad=")) {
     p.cut = Cut::Pad;
     if (!parse_count(*padded, p.count)) throw bad();
-  } else if (auto sections = value("sections=")) {
+  } else if (auto sections = value("sections=") ? value("sections=") : std::optional<std::string>{}; sections ||
+             opt.rfind("groups=", 0) == 0) {
     p.cut = Cut::Sections;
+    if (!sections) {  // "groups=G,sections=[...]"
+      const size_t comma2 = opt.find(',');
+      if (comma2 == std::string::npos || opt.compare(comma2 + 1, 9, "sections=") != 0) throw bad();
+      if (!parse_count(opt.substr(7, comma2 - 7), p.count)) throw bad();
+      p.cut = Cut::Groups;
+      sections = opt.substr(comma2 + 10);
+    }
     if (sections->size() < 3 || sections->front() != '[' || sections->back() != ']') throw bad();
     const std::string list = sections->substr(1, sections->size() - 2);
     size_t at = 0;
@@ -236,6 +261,14 @@ std::string Placement::check(int64_t extent, int size) const {
       int64_t sum = 0;
       for (int64_t s : sections) sum += s < 0 ? -s : s;
       if (sum != extent) return at + ": sections sum to " + std::to_string(sum);
+      break;
+    }
+    case Cut::Groups: {
+      int64_t sum = 0;
+      for (int64_t s : sections) sum += s < 0 ? 0 : s;
+      if (count <= 0 || count % size != 0) return at + ": " + std::to_string(count) + " groups do not divide the mesh dim";
+      if (sum * count != extent || std::any_of(sections.begin(), sections.end(), [](int64_t s) { return s <= 0; }))
+        return at + ": " + std::to_string(count) + " groups of " + std::to_string(sum) + " rows do not make the dim";
       break;
     }
     default:

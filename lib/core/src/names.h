@@ -81,4 +81,19 @@ inline std::string mamba_part(const std::string& name) {
   return "";
 }
 
+// Gated delta net tensors (Qwen3-Next: in_proj_qkvz, in_proj_ba; Qwen3.5: in_proj_qkv, in_proj_z,
+// in_proj_b, in_proj_a; both conv1d, A_log, dt_bias, norm, out_proj): the part after "linear_attn.", else "".
+inline std::string gdn_part(const std::string& name) {
+  static constexpr std::string_view kParts[] = {
+      "in_proj_qkvz.weight", "in_proj_ba.weight", "in_proj_qkv.weight", "in_proj_z.weight", "in_proj_b.weight",
+      "in_proj_a.weight",    "conv1d.weight",     "A_log",              "dt_bias",          "norm.weight",
+      "out_proj.weight"};
+  const size_t at = name.rfind("linear_attn.");
+  if (at == std::string::npos) return "";
+  const std::string part = name.substr(at + 12);
+  for (std::string_view p : kParts)
+    if (part == p) return part;
+  return "";
+}
+
 }  // namespace reshard::names

@@ -189,6 +189,7 @@ void read_inputs(const Reader& r, const json& doc, Plan& plan) {
   if (r.find(o, "scales") != nullptr) opt.scales = r.name_at(o, op, "scales", parse_scales_path);
   if (r.find(o, "head_dim") != nullptr) opt.head_dim = r.int32_at(o, op, "head_dim", 1);  // optional: 0 = infer
   if (r.find(o, "ssm_groups") != nullptr) opt.ssm_groups = r.int32_at(o, op, "ssm_groups", 1);  // optional: unknown
+  if (r.find(o, "linear_key_heads") != nullptr) opt.linear_key_heads = r.int32_at(o, op, "linear_key_heads", 1);
   if (r.find(o, "gen_expert_placement") != nullptr)  // optional: linear
     opt.gen_expert_placement = r.name_at(o, op, "gen_expert_placement", parse_expert_placement);
 }

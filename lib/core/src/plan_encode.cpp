@@ -155,7 +155,8 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   w.line_break(2);
   w.key("options");
   const bool round_robin = o.gen_expert_placement != ExpertPlacement::Linear;
-  w.begin_object(12 + (o.head_dim != 0 ? 1 : 0) + (round_robin ? 1 : 0) + (o.ssm_groups != 0 ? 1 : 0));
+  w.begin_object(12 + (o.head_dim != 0 ? 1 : 0) + (round_robin ? 1 : 0) + (o.ssm_groups != 0 ? 1 : 0) +
+                 (o.linear_key_heads != 0 ? 1 : 0));
   w.key("bulk"), w.str(to_string(o.bulk));
   w.key("gen_layout"), w.str(to_string(o.gen_layout));
   w.key("fanout"), w.str(to_string(o.fanout));
@@ -175,6 +176,7 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   if (o.head_dim != 0) w.key("head_dim"), w.integer(o.head_dim);  // written only when set: old plans unchanged
   if (round_robin) w.key("gen_expert_placement"), w.str(to_string(o.gen_expert_placement));
   if (o.ssm_groups != 0) w.key("ssm_groups"), w.integer(o.ssm_groups);
+  if (o.linear_key_heads != 0) w.key("linear_key_heads"), w.integer(o.linear_key_heads);
   w.end_object();
   w.end_object();
 }

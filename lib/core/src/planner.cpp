@@ -40,6 +40,7 @@ std::string fingerprint(const Plan& plan) {
   if (o.head_dim != 0) h.add("head_dim").add(o.head_dim);
   if (o.gen_expert_placement != ExpertPlacement::Linear) h.add("expert_placement").add(to_string(o.gen_expert_placement));
   if (o.ssm_groups != 0) h.add("ssm_groups").add(o.ssm_groups);
+  if (o.linear_key_heads != 0) h.add("linear_key_heads").add(o.linear_key_heads);
   // Only when set, so that plans made before precision pairs keep their fingerprints.
   if (o.gen_precision != GenPrecision::Auto || o.scales != ScalesPath::Misc)
     h.add("precision").add(to_string(o.gen_precision)).add(to_string(o.scales));
@@ -191,6 +192,28 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
                    " (megatron/core/ssm/mamba_mixer.py MambaMixer.__init__)");
   }
 
+  // Gated delta nets under --bulk all: Megatron's in_proj groups need the key heads.
+  std::map<std::string, GdnShape> gdn;
+  if (options.bulk == BulkMode::All) gdn = gdn_shapes(logical, problems);
+  const int key_heads = options.linear_key_heads;
+  if (!gdn.empty() && key_heads == 0 && (tp.tp > 1 || gp.tp > 1))
+    problems.add("--bulk all: gated delta net in_proj tensors are cut by key head: pass --linear-key-heads N "
+                 "(config.json linear_num_key_heads)");
+  if (!gdn.empty() && key_heads > 0) {
+    const GdnShape& g = gdn.begin()->second;
+    if (g.key_dim % key_heads != 0 || g.value_heads % key_heads != 0)
+      problems.add("--linear-key-heads " + std::to_string(key_heads) + " divides neither key_dim " +
+                   std::to_string(g.key_dim) + " nor the " + std::to_string(g.value_heads) + " value heads");
+    // megatron/core/transformer/transformer_config.py: linear_num_key_heads and linear_num_value_heads % (tp cp).
+    for (const auto& [side, n] : {std::pair<const char*, int>{"train", tp.tp}, {"gen", gp.tp}}) {
+      if (std::string(side) == "gen" && options.gen_layout != GenLayout::Megatron) continue;
+      if (key_heads % n != 0 || g.value_heads % n != 0)
+        problems.add(std::string("Megatron-Core refuses: GatedDeltaNet needs ") + std::to_string(key_heads) +
+                     " key heads and " + std::to_string(g.value_heads) + " value heads divisible by " + side + " tp " +
+                     std::to_string(n) + " (megatron/core/transformer/transformer_config.py)");
+    }
+  }
+
   // Classify and check the expert counts against EP.
   std::vector<Classified> params;
   params.reserve(logical.size());
@@ -202,6 +225,11 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     if (mtp_param) {
       c.rule = ParamRule{};
       c.rule.rule = "mtp";
+    }
+    if ((c.rule.rule == "gdn_in" || c.rule.rule == "gdn_conv") &&
+        !gdn.count(p.name.substr(0, p.name.size() - names::gdn_part(p.name).size()))) {
+      c.rule = ParamRule{};  // not a whole gated delta net: broadcast whole
+      c.rule.rule = "gdn_param";
     }
     if ((c.rule.rule == "ssm_in" || c.rule.rule == "ssm_conv") &&
         !mamba.count(p.name.substr(0, p.name.size() - names::mamba_part(p.name).size()))) {
@@ -305,6 +333,13 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
         if (tp.tp > 1) src_p["tp"] = Placement::split(0, mamba_sections(m, part, false));
         if (gp.tp > 1 && dst_layout->sectioned_mixers())
           dst_p["tp"] = Placement::split(0, mamba_sections(m, part, ssm_groups == 1));
+      }
+      if (c.rule.rule == "gdn_in" || c.rule.rule == "gdn_conv") {
+        const std::string part = names::gdn_part(pp.name);
+        const GdnShape& g = gdn.at(pp.name.substr(0, pp.name.size() - part.size()));
+        if (tp.tp > 1) src_p["tp"] = gdn_placement(g, key_heads, part, true);
+        if (gp.tp > 1 && dst_layout->sectioned_mixers())
+          dst_p["tp"] = gdn_placement(g, key_heads, part, options.gen_layout == GenLayout::Megatron);
       }
       dst_layout->place(pp.name, pp.shape, c.rule, dst_p);
       // A cut that shapes the local tensor even on one rank (vLLM pads the vocab at tp 1 too) keeps

@@ -152,6 +152,16 @@ ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert,
   // A_log, D and dt_bias stay misc: Megatron holds them in float32 (Bridge casts on export) and vLLM
   // stores A = -exp(A_log) (layers/mamba/mamba_mixer2.py composed_weight_loader): they go through
   // vLLM's load_weights.
+  // Gated delta nets: in_proj tensors by row (the planner gives the engines' groups and sections),
+  // conv1d per section, out_proj by column. A_log, dt_bias and the norm stay misc: Megatron's GDN
+  // stores the norm zero-centred (Bridge adds 1 on export) and its A_log / dt_bias dtypes are its own.
+  if (const std::string part = names::gdn_part(name); !part.empty()) {
+    if (names::starts_with(part, "in_proj")) return bulk_rule("gdn_in", 0);
+    if (part == "conv1d.weight") return bulk_rule("gdn_conv", 0);
+    if (part == "out_proj.weight") return bulk_rule("gdn_out", 1);
+    r.rule = "gdn_param";
+    return r;
+  }
   if (const std::string part = names::mamba_part(name); !part.empty()) {
     if (part == "in_proj.weight") return bulk_rule("ssm_in", 0);
     if (part == "conv1d.weight" || part == "conv1d.bias") {
@@ -173,8 +183,9 @@ ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert,
   if (contains(name, "embed_tokens.") || contains(name, "embeddings.") || name.rfind("lm_head.", 0) == 0)
     return bulk_rule("vocab", 0);
   if (contains(name, "norm")) return bulk_rule("norm", -1);
+  // Routers and Qwen2-MoE / Qwen3-Next's shared_expert_gate: replicated (vLLM ReplicatedLinear).
   if (contains(name, "mlp.gate.") || contains(name, "mixer.gate.") || contains(name, "block_sparse_moe.gate.") ||
-      contains(name, "router"))
+      contains(name, "shared_expert_gate.") || contains(name, "router"))
     return bulk_rule("router", -1);
   r.rule = "unknown";
   return r;

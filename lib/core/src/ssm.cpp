@@ -39,4 +39,43 @@ std::vector<int64_t> mamba_sections(const MambaShape& m, const std::string& part
   return {};
 }
 
+std::map<std::string, GdnShape> gdn_shapes(const std::vector<LogicalParam>& params, Problems& problems) {
+  std::map<std::string, std::map<std::string, const LogicalParam*>> layers;
+  for (const LogicalParam& p : params) {
+    const std::string part = names::gdn_part(p.name);
+    if (!part.empty()) layers[p.name.substr(0, p.name.size() - part.size())][part] = &p;
+  }
+  std::map<std::string, GdnShape> out;
+  for (const auto& [prefix, parts] : layers) {
+    auto get = [&](const char* part) -> const LogicalParam* {
+      auto it = parts.find(part);
+      return it == parts.end() ? nullptr : it->second;
+    };
+    const LogicalParam *conv = get("conv1d.weight"), *a = get("A_log"), *norm = get("norm.weight"),
+                       *o = get("out_proj.weight");
+    if (!conv || !a || !norm || !o || o->shape.n != 2) continue;
+    GdnShape g{0, o->shape[1], a->shape[0]};
+    if (g.value_dim != g.value_heads * norm->shape[0] || conv->shape[0] <= g.value_dim ||
+        (conv->shape[0] - g.value_dim) % 2 != 0) {
+      problems.add(prefix + ": conv1d " + conv->shape.str() + ", A_log " + a->shape.str() + ", norm " +
+                   norm->shape.str() + " and out_proj " + o->shape.str() +
+                   " are not a gated delta net (conv1d rows = 2 key_dim + value_dim, value_dim = heads x head dim)");
+      continue;
+    }
+    g.key_dim = (conv->shape[0] - g.value_dim) / 2;
+    out[prefix] = g;
+  }
+  return out;
+}
+
+Placement gdn_placement(const GdnShape& g, int64_t key_heads, const std::string& part, bool megatron) {
+  const std::vector<int64_t> qkv{g.key_dim, g.key_dim, g.value_dim};
+  if (part == "conv1d.weight" || part == "in_proj_qkv.weight") return Placement::split(0, qkv);
+  if (!megatron || key_heads <= 0) return Placement::shard(0);
+  const int64_t dk = g.key_dim / key_heads, ratio = g.value_heads / key_heads, dv = g.value_dim / g.value_heads;
+  if (part == "in_proj_qkvz.weight") return Placement::grouped(0, key_heads, {dk, dk, ratio * dv, ratio * dv});
+  if (part == "in_proj_ba.weight") return Placement::grouped(0, key_heads, {ratio, ratio});
+  return Placement::shard(0);
+}
+
 }  // namespace reshard

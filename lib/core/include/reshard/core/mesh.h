@@ -42,17 +42,21 @@ Mesh make_mesh(const std::vector<std::pair<std::string, int>>& inner_first, int 
 //                       local tensor concatenates the coordinate's chunk of every section (vLLM's
 //                       sharded mamba / conv1d loaders); "br" is a section b every coordinate holds
 //                       whole (vLLM's duplicated Mamba2 groups when n_groups == 1)
+//   "S(d,groups=G,sections=[a,b,...])"  the dim is G groups of a + b + ... rows; a coordinate holds
+//                       groups [c G / size, (c + 1) G / size) and its local tensor is section-major: the
+//                       a-rows of each held group, then the b-rows, ... (Megatron-Core's GatedDeltaNet
+//                       in_proj over HF's per-key-head in_proj_qkvz)
 struct Placement {
-  enum class Cut : uint8_t { Chunk, Blocks, Pad, Balanced, Cyclic, Sections };
+  enum class Cut : uint8_t { Chunk, Blocks, Pad, Balanced, Cyclic, Sections, Groups };
   int shard_dim = -1;  // -1: Replicate
   Cut cut = Cut::Chunk;
-  int64_t count = 0;              // Blocks: k; Pad: P
+  int64_t count = 0;              // Blocks: k; Pad: P; Groups: G
   std::vector<int64_t> sections;  // Sections (< 0: that many rows, replicated)
 
   bool replicate() const { return shard_dim < 0; }
   bool plain() const { return replicate() || cut == Cut::Chunk; }
   // One contiguous run per coordinate (false: cyclic and sections give several).
-  bool contiguous() const { return cut != Cut::Cyclic && cut != Cut::Sections; }
+  bool contiguous() const { return cut != Cut::Cyclic && cut != Cut::Sections && cut != Cut::Groups; }
   std::string str() const;  // "S(0)", "S(0,blocks=4)", ..., or "R"
   static Placement parse(const std::string& s);  // throws Error(Config)
   // Problems of this placement on a tensor dim of `extent` over a mesh dim of `size` ("" when none).
@@ -68,6 +72,9 @@ struct Placement {
   static Placement balanced(int dim) { return Placement{dim, Cut::Balanced, 0, {}}; }
   static Placement cyclic(int dim) { return Placement{dim, Cut::Cyclic, 0, {}}; }
   static Placement split(int dim, std::vector<int64_t> sections) { return Placement{dim, Cut::Sections, 0, std::move(sections)}; }
+  static Placement grouped(int dim, int64_t groups, std::vector<int64_t> sections) {
+    return Placement{dim, Cut::Groups, groups, std::move(sections)};
+  }
 };
 
 // One piece of what a rank holds: a global box and where it starts in the rank's local tensor.

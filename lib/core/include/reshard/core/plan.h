@@ -46,7 +46,8 @@ struct PlanOptions {
   ScalesPath scales = ScalesPath::Misc;
   int head_dim = 0;  // --head-dim: attention heads = q rows / head_dim; 0: from q_norm/k_norm
   ExpertPlacement gen_expert_placement = ExpertPlacement::Linear;
-  int ssm_groups = 0;  // --ssm-groups: Mamba2 n_groups (config.json), for the TP cut of in_proj / conv1d; 0: unknown
+  int ssm_groups = 0;
+  int linear_key_heads = 0;  // --linear-key-heads: gated delta net key heads (config.json linear_num_key_heads); 0: unknown  // --ssm-groups: Mamba2 n_groups (config.json), for the TP cut of in_proj / conv1d; 0: unknown
 };
 
 // One bulk point-to-point transfer of a box of one param. Offsets are element coordinates.
