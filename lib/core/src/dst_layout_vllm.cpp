@@ -53,17 +53,17 @@ bool is_vocab(const std::string& name) {
 // Groups repeated problems: one line per distinct message, with the layers it holds for.
 class Grouped {
  public:
-  void add(const std::string& message, const std::string& where) { by_message_[message].push_back(where); }
+  void add(const std::string& message, const std::string& where) { by_message_[message].insert(where); }
   void flush(Problems& problems) const {
     for (const auto& [message, where] : by_message_) {
-      std::string s = message + " (" + where.front();
+      std::string s = message + " (" + *where.begin();
       if (where.size() > 1) s += " and " + n(static_cast<int64_t>(where.size()) - 1) + " more";
       problems.add(s + ")");
     }
   }
 
  private:
-  std::map<std::string, std::vector<std::string>> by_message_;
+  std::map<std::string, std::set<std::string>> by_message_;
 };
 
 class VllmLayout final : public DestinationLayout {
