@@ -8,6 +8,7 @@
 
 #include "reshard/core/error.h"
 #include "reshard/core/model.h"
+#include "reshard/core/planner.h"
 
 namespace reshard {
 namespace {
@@ -220,6 +221,30 @@ TEST(ModelReal, Qwen3_4BWhenPresent) {
   int64_t elements = 0;
   for (const TensorMeta& t : m.tensors) elements += t.shape.product();
   EXPECT_EQ(elements, 4022468096);  // README: 4.022 B
+}
+
+// A tensor of more dims than a plan holds is read, and refused only if --exclude keeps it: the
+// exclusion is the first check (a vision tower's oddities never block planning the language model).
+TEST(ModelDims, TooManyDimsIsRefusedOnlyWhenKept) {
+  const ModelMeta m = parse_model_json(R"({"params": {
+    "visual.odd.weight": {"shape": [1, 1, 1, 1, 1, 1, 1, 1, 2], "dtype": "bfloat16"},
+    "model.layers.0.mlp.down_proj.weight": {"shape": [8, 8], "dtype": "bfloat16"}}})",
+                                       "m.json");
+  ASSERT_EQ(m.tensors.size(), 2u);
+  EXPECT_EQ(m.tensors[0].too_many_dims, 9);
+  SystemConfig s;
+  s.train.num_gpus = 1;
+  s.gen.num_gpus = 2;
+  s.gen.tp = 2;
+  PlanOptions o;
+  try {
+    plan_reshard(m, s, o);
+    ADD_FAILURE() << "planned a 9-d tensor";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'visual.odd.weight' has 9 dims; at most 8"), std::string::npos) << e.what();
+  }
+  o.exclude = {"^visual\\."};
+  EXPECT_EQ(plan_reshard(m, s, o).params.size(), 1u);
 }
 
 }  // namespace
