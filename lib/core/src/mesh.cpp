@@ -247,6 +247,11 @@ Placement Placement::parse(const std::string& s) {
 
 std::string Placement::check(int64_t extent, int size) const {
   const std::string at = str() + " of " + std::to_string(extent) + " over " + std::to_string(size);
+  // A rank's pieces are listed one by one: bound them (a hand-edited plan must not ask for billions).
+  constexpr int64_t kMaxPieces = int64_t{1} << 16;
+  if ((cut == Cut::Cyclic && extent / std::max(size, 1) > kMaxPieces) ||
+      (cut == Cut::Groups && count * static_cast<int64_t>(sections.size()) / std::max(size, 1) > kMaxPieces))
+    return at + ": more than " + std::to_string(kMaxPieces) + " pieces per rank";
   switch (cut) {
     case Cut::Blocks:
       if (count <= 0 || size % count != 0)
