@@ -101,7 +101,7 @@ system_file_equals_flags)
   cmp sys.json flags.json || fail "qwen3-4b: --system and flags give different plans"
   write_moe_model moe.json
   expect_rc 0 "$RESHARD" plan --model moe.json --system "$SRC/plans/qwen3-30b-ep8pp2-tp8dp2.json" -o sys.cbor
-  expect_rc 0 "$RESHARD" plan --model moe.json --train-gpus 16 --train tp=1,pp=2,ep=8,etp=1,cp=1 --gen-gpus 16 \
+  expect_rc 0 "$RESHARD" plan --model moe.json --train-gpus 16 --train tp=1,pp=2,ep=8,cp=1 --gen-gpus 16 \
     --gen tp=8,ep=1 -o flags.cbor
   cmp sys.cbor flags.cbor || fail "ep8pp2 -> tp8dp2: --system and flags give different plans"
   ;;

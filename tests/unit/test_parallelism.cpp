@@ -78,7 +78,8 @@ TEST(ParallelValidate, EveryViolationNamed) {
   validate_system(sys, problems);
   const std::string all = joined(problems);
   EXPECT_TRUE(has(all, "train: num_gpus 12 is not divisible by tp*pp = 8 (tp=4, pp=2)")) << all;
-  EXPECT_TRUE(has(all, "train: num_gpus 12 is not divisible by etp*ep*pp = 10")) << all;
+  // etp not given: Megatron's default, tp = 4 (ModelParallelConfig.__post_init__)
+  EXPECT_TRUE(has(all, "train: num_gpus 12 is not divisible by etp*ep*pp = 40 (etp=4, ep=5, pp=2)")) << all;
   EXPECT_TRUE(has(all, "gen: ep 2 must be 1 or equal tp = 4")) << all;
   EXPECT_TRUE(has(all, "gen: etp must be 1")) << all;
   EXPECT_TRUE(has(all, "gen: cp must be 1")) << all;

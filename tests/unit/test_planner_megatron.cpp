@@ -394,3 +394,51 @@ TEST(Megatron, DeepSeekV3_PP16EP16_to_TP8EP32ETP1) {
 
 }  // namespace
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// Megatron's etp default (megatron/core/model_parallel_config.py ModelParallelConfig.__post_init__:
+// expert_tensor_parallel_size = tensor_model_parallel_size when unset) and its expert grid
+// (parallel_state.py initialize_model_parallel: RankGenerator order tp-ep-dp-pp, etp fastest). 8 GPUs,
+// tp=2, ep=4, so etp=2: rank r has etp rank r % 2 and ep rank r / 2; 128 experts, 32 per EP rank
+// (moe_layer.py BaseMoELayer: num_local_experts = E / ep); fc1 rows split over etp (experts.py
+// TEGroupedMLP). Qwen3-30B-A3B's moe_intermediate 768: train rank 1 holds experts [0, 32), rows
+// [384, 768) of gate and of up; rank 6 experts [96, 128), rows [0, 384).
+TEST(Megatron, EtpDefaultsToTpOnTheTrainSide) {
+  ModelMeta m;
+  m.name = "moe";
+  for (int e = 0; e < 128; ++e)
+    for (const char* proj : {"gate_proj", "up_proj"})
+      m.tensors.push_back({"model.layers.0.mlp.experts." + std::to_string(e) + "." + proj + ".weight",
+                           Dims{768, 64}, DType::BF16});
+  SystemConfig s;
+  s.train.num_gpus = 8;
+  s.train.tp = 2;
+  s.train.ep = 4;
+  s.gen.num_gpus = 2;
+  s.gen.tp = 2;
+  const Plan plan = plan_reshard(m, s, PlanOptions{});
+  EXPECT_EQ(plan.system.train.etp, 2);
+  EXPECT_TRUE(plan.system.train.etp_default);
+  EXPECT_FALSE(plan.system.gen.etp_default);  // a vLLM / hf destination has no etp
+  const ParamPlan& gate = plan.params[0];
+  ASSERT_EQ(gate.name, "model.layers.0.mlp.experts.gate_proj.weight");
+  const auto box_of = [&](int rank) {
+    for (const LocalStorage& st : src_storages(plan, rank))
+      if (st.name == gate.name) return st.members.at(0).box.str();
+    return std::string("none");
+  };
+  EXPECT_EQ(box_of(1), "[0:32, 384:768, 0:64]");
+  EXPECT_EQ(box_of(6), "[96:128, 0:384, 0:64]");
+  EXPECT_TRUE(verify_plan(plan).ok());
+  // Given explicitly, etp is the user's.
+  s.train.etp = 1;
+  const Plan one = plan_reshard(m, s, PlanOptions{});
+  EXPECT_FALSE(one.system.train.etp_default);
+  for (const LocalStorage& st : src_storages(one, 1))
+    if (st.name == gate.name) EXPECT_EQ(st.members.at(0).box.str(), "[32:64, 0:768, 0:64]");
+}
+
+}  // namespace
+}  // namespace reshard

@@ -61,6 +61,11 @@ void parse_side(const Json& j, const std::string& side, Parallelism& p, Problems
 
 // "train: num_gpus 12 is not divisible by tp*pp = 8 (tp=4, pp=2)" and friends.
 void validate_side(Parallelism& p, const std::string& side, bool is_train, bool expert_mesh, Problems& problems) {
+  if (p.etp == 0) {  // Megatron's default (ModelParallelConfig.__post_init__): expert TP = TP
+    const bool megatron = is_train || expert_mesh;
+    p.etp = megatron && p.tp > 0 ? p.tp : 1;
+    p.etp_default = megatron;
+  }
   bool sizes_ok = true;
   if (p.num_gpus <= 0) {
     problems.add(side + ": num_gpus must be positive, got " + std::to_string(p.num_gpus));

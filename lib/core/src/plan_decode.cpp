@@ -150,6 +150,7 @@ Parallelism read_parallelism(const Reader& r, const json& obj, const std::string
   p.pp = r.int32_at(obj, path, "pp", 1);
   p.ep = r.int32_at(obj, path, "ep", 1);
   p.etp = r.int32_at(obj, path, "etp", 1);
+  if (r.find(obj, "etp_default") != nullptr) p.etp_default = r.boolean(r.at(obj, path, "etp_default"), key_path(path, "etp_default"));
   p.cp = r.int32_at(obj, path, "cp", 1);
   p.dp = r.int32_at(obj, path, "dp", 0);
   return p;

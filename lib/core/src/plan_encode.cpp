@@ -127,12 +127,13 @@ void write_layout(W& w, const Layout& l) {
 
 template <class W>
 void write_parallelism(W& w, const Parallelism& p) {
-  w.begin_object(7);
+  w.begin_object(7 + (p.etp_default ? 1 : 0));
   w.key("num_gpus"), w.integer(p.num_gpus);
   w.key("tp"), w.integer(p.tp);
   w.key("pp"), w.integer(p.pp);
   w.key("ep"), w.integer(p.ep);
   w.key("etp"), w.integer(p.etp);
+  if (p.etp_default) w.key("etp_default"), w.boolean(true);  // written only when so: old plans unchanged
   w.key("cp"), w.integer(p.cp);
   w.key("dp"), w.integer(p.dp);
   w.end_object();

@@ -11,7 +11,8 @@ std::map<std::string, MambaShape> mamba_shapes(const std::vector<LogicalParam>& 
     if (!part.empty()) mixers[p.name.substr(0, p.name.size() - part.size())][part] = &p;
   }
   std::map<std::string, MambaShape> out;
-  for (const auto& [prefix, parts] : mixers) {
+  for (const auto& [prefix, by_part] : mixers) {
+    const auto& parts = by_part;  // clang 14 cannot capture a structured binding
     auto get = [&](const char* part) -> const LogicalParam* {
       auto it = parts.find(part);
       return it == parts.end() ? nullptr : it->second;
@@ -46,7 +47,8 @@ std::map<std::string, GdnShape> gdn_shapes(const std::vector<LogicalParam>& para
     if (!part.empty()) layers[p.name.substr(0, p.name.size() - part.size())][part] = &p;
   }
   std::map<std::string, GdnShape> out;
-  for (const auto& [prefix, parts] : layers) {
+  for (const auto& [prefix, by_part] : layers) {
+    const auto& parts = by_part;
     auto get = [&](const char* part) -> const LogicalParam* {
       auto it = parts.find(part);
       return it == parts.end() ? nullptr : it->second;

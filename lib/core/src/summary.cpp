@@ -38,7 +38,7 @@ std::string join_ints(const std::vector<int>& xs) {
 std::string parallelism_text(const Parallelism& p, bool train) {
   std::string s = std::to_string(p.num_gpus) + " GPUs: tp=" + std::to_string(p.tp) +
                   " pp=" + std::to_string(p.pp) + " ep=" + std::to_string(p.ep);
-  if (train) s += " etp=" + std::to_string(p.etp) + " cp=" + std::to_string(p.cp);
+  if (train) s += " etp=" + std::to_string(p.etp) + (p.etp_default ? " (Megatron's default: tp)" : "") + " cp=" + std::to_string(p.cp);
   s += " dp=" + std::to_string(p.dp);
   if (train && p.etp * p.ep * p.pp > 0) s += " edp=" + std::to_string(p.edp());
   return s;
@@ -51,6 +51,7 @@ Json parallelism_json(const Parallelism& p, bool train) {
   j["pp"] = p.pp;
   j["ep"] = p.ep;
   j["etp"] = p.etp;
+  if (p.etp_default) j["etp_default"] = true;
   j["cp"] = p.cp;
   j["dp"] = p.dp;
   if (train && p.etp * p.ep * p.pp > 0) j["edp"] = p.edp();

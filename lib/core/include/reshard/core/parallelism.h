@@ -10,8 +10,14 @@ namespace reshard {
 
 struct Parallelism {
   int num_gpus = 0;
-  int tp = 1, pp = 1, ep = 1, etp = 1, cp = 1;
+  int tp = 1, pp = 1, ep = 1;
+  // Expert tensor parallel size. 0: not given — validate_system() applies Megatron's default, tp
+  // (megatron/core/model_parallel_config.py ModelParallelConfig.__post_init__), on the train side and
+  // on a Megatron destination, and sets etp_default; 1 on a vLLM / hf destination.
+  int etp = 0;
+  int cp = 1;
   int dp = 0;  // derived by validate(); a given dp must agree
+  bool etp_default = false;  // etp came from Megatron's default (tp), not from the user
   // Expert data parallel size on the train side: num_gpus / (etp * ep * pp).
   int edp() const { return num_gpus / (etp * ep * pp); }
 };
