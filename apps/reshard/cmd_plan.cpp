@@ -29,7 +29,8 @@ namespace {
 struct PlanArgs {
   std::string model, system, output, format, layer_map, rules, mtp_layers;
   std::string train_gpus, gen_gpus, train, gen;
-  std::string first_stage_layers, last_stage_layers, head_dim, ssm_groups, linear_key_heads;
+  std::string first_stage_layers, last_stage_layers, head_dim, ssm_groups, linear_key_heads, train_vocab_pad,
+      gen_vocab_pad;
   std::string bulk = "ffn", gen_layout = "hf", fanout = "auto", bucket_bytes = "1Gi";
   std::string gen_precision = "auto", scales = "misc", gen_expert_placement = "linear";
   std::vector<std::string> exclude;
@@ -215,6 +216,12 @@ int run_plan(const PlanArgs& a) {
   if (!a.head_dim.empty())
     check(problems,
           [&] { options.head_dim = static_cast<int>(parse_integer(a.head_dim, "--head-dim", 1, INT32_MAX)); });
+  for (const auto& [flag, text, out] : {std::tuple<const char*, const std::string*, int*>{"--train-vocab-pad", &a.train_vocab_pad, &options.train_vocab_pad},
+                                       {"--gen-vocab-pad", &a.gen_vocab_pad, &options.gen_vocab_pad}})
+    if (!text->empty())
+      check(problems, [&, flag = flag, text = text, out = out] {
+        *out = static_cast<int>(parse_integer(*text, flag, 1, 1 << 20));
+      });
   if (!a.linear_key_heads.empty())
     check(problems, [&] {
       options.linear_key_heads = static_cast<int>(parse_integer(a.linear_key_heads, "--linear-key-heads", 1, INT32_MAX));
@@ -335,6 +342,11 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--linear-key-heads", args->linear_key_heads,
                   "Gated delta net key heads (config.json linear_num_key_heads) for --bulk all: Megatron's in_proj "
                   "groups and the engines' head checks");
+  cmd->add_option("--train-vocab-pad", args->train_vocab_pad,
+                  "Megatron's make_vocab_size_divisible_by on the train side (--bulk all): the vocab padded to a "
+                  "multiple of N x train tp, the padding at the end (default: none, Megatron-Bridge's)");
+  cmd->add_option("--gen-vocab-pad", args->gen_vocab_pad,
+                  "The same for a --gen-layout megatron destination, with gen tp");
   cmd->add_option("--gen-expert-placement", args->gen_expert_placement,
                   "vLLM EP expert placement: linear (default; the first E % ep ranks hold one more) or round_robin "
                   "(expert e on rank e % ep; vLLM honours it for grouped-topk models)")

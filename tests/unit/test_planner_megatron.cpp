@@ -442,3 +442,49 @@ TEST(Megatron, EtpDefaultsToTpOnTheTrainSide) {
 
 }  // namespace
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// Megatron's padded vocab (megatron/training/vocab_utils.py calculate_padded_vocab_size: a multiple of
+// make_vocab_size_divisible_by x tp; megatron/core/tensor_parallel/layers.py VocabParallelEmbedding:
+// rank r holds rows [r Vp / tp, (r + 1) Vp / tp), the padding at the end). Vocab 151936 with 128:
+// train tp 8 pads to 152576 (149 x 1024), 19072 rows a rank, rank 7 holds [133504, 151936) and 640
+// padding rows; a Megatron destination at tp 4 pads to 152064 (297 x 512), 38016 a rank, its rank 3
+// [114048, 151936) and 128 padding rows.
+TEST(Megatron, PaddedVocabOnBothSides) {
+  ModelMeta m;
+  m.name = "vocab";
+  m.tensors = {{"model.embed_tokens.weight", Dims{151936, 64}, DType::BF16}, {"model.norm.weight", Dims{64}, DType::BF16}};
+  SystemConfig s;
+  s.train.num_gpus = 8;
+  s.train.tp = 8;
+  s.gen.num_gpus = 4;
+  s.gen.tp = 4;
+  PlanOptions o;
+  o.bulk = BulkMode::All;
+  o.gen_layout = GenLayout::Megatron;
+  o.train_vocab_pad = 128;
+  o.gen_vocab_pad = 128;
+  const Plan plan = plan_reshard(m, s, o);
+  ASSERT_TRUE(verify_plan(plan).ok());
+  for (const LocalStorage& st : src_storages(plan, 7))
+    if (st.name == "model.embed_tokens.weight") {
+      EXPECT_EQ(st.shape.str(), "[19072, 64]");
+      EXPECT_EQ(st.members.at(0).box.str(), "[133504:151936, 0:64]");
+    }
+  bool seen = false;
+  for (const LocalStorage& st : dst_storages(plan, 8 + 3))
+    if (st.members.size() == 1 && plan.params[st.members[0].param].name == "model.embed_tokens.weight") {
+      EXPECT_EQ(st.shape.str(), "[38016, 64]");
+      EXPECT_EQ(st.members[0].box.str(), "[114048:151936, 0:64]");
+      seen = true;
+    }
+  EXPECT_TRUE(seen);
+  // vLLM pads to 64 on its own: Megatron's padding is not a vLLM option.
+  o.gen_layout = GenLayout::Vllm;
+  EXPECT_THROW(plan_reshard(m, s, o), Error);
+}
+
+}  // namespace
+}  // namespace reshard

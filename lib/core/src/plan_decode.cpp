@@ -191,6 +191,8 @@ void read_inputs(const Reader& r, const json& doc, Plan& plan) {
   if (r.find(o, "head_dim") != nullptr) opt.head_dim = r.int32_at(o, op, "head_dim", 1);  // optional: 0 = infer
   if (r.find(o, "ssm_groups") != nullptr) opt.ssm_groups = r.int32_at(o, op, "ssm_groups", 1);  // optional: unknown
   if (r.find(o, "linear_key_heads") != nullptr) opt.linear_key_heads = r.int32_at(o, op, "linear_key_heads", 1);
+  if (r.find(o, "train_vocab_pad") != nullptr) opt.train_vocab_pad = r.int32_at(o, op, "train_vocab_pad", 1);
+  if (r.find(o, "gen_vocab_pad") != nullptr) opt.gen_vocab_pad = r.int32_at(o, op, "gen_vocab_pad", 1);
   if (r.find(o, "gen_expert_placement") != nullptr)  // optional: linear
     opt.gen_expert_placement = r.name_at(o, op, "gen_expert_placement", parse_expert_placement);
 }
@@ -256,8 +258,8 @@ void check_cuts(const Reader& r, const std::string& path, const Layout& l, const
     const Placement& p = l.placements[i];
     if (p.replicate() || p.shard_dim >= shape.n) continue;
     const std::string at = index_path(key_path(path, "placements"), i);
-    if (!dst && (p.cut == Placement::Cut::Pad || p.cut == Placement::Cut::Cyclic))
-      r.fail(at, p.str() + ": a source shard is a torch.chunk, blocks or sections Shard, or Replicate");
+    if (!dst && p.cut == Placement::Cut::Cyclic)
+      r.fail(at, p.str() + ": a source shard is not cyclic (Megatron's ranks hold contiguous experts)");
     const std::string bad = p.check(extent[p.shard_dim], l.mesh.dim_sizes[i]);
     if (!bad.empty()) r.fail(at, bad);
     Layout one{Mesh{{"x"}, {l.mesh.dim_sizes[i]}, std::vector<int>(static_cast<size_t>(l.mesh.dim_sizes[i]), 0)}, {p}};

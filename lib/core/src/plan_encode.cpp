@@ -157,7 +157,7 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   w.key("options");
   const bool round_robin = o.gen_expert_placement != ExpertPlacement::Linear;
   w.begin_object(12 + (o.head_dim != 0 ? 1 : 0) + (round_robin ? 1 : 0) + (o.ssm_groups != 0 ? 1 : 0) +
-                 (o.linear_key_heads != 0 ? 1 : 0));
+                 (o.linear_key_heads != 0 ? 1 : 0) + (o.train_vocab_pad != 0 ? 1 : 0) + (o.gen_vocab_pad != 0 ? 1 : 0));
   w.key("bulk"), w.str(to_string(o.bulk));
   w.key("gen_layout"), w.str(to_string(o.gen_layout));
   w.key("fanout"), w.str(to_string(o.fanout));
@@ -178,6 +178,8 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   if (round_robin) w.key("gen_expert_placement"), w.str(to_string(o.gen_expert_placement));
   if (o.ssm_groups != 0) w.key("ssm_groups"), w.integer(o.ssm_groups);
   if (o.linear_key_heads != 0) w.key("linear_key_heads"), w.integer(o.linear_key_heads);
+  if (o.train_vocab_pad != 0) w.key("train_vocab_pad"), w.integer(o.train_vocab_pad);
+  if (o.gen_vocab_pad != 0) w.key("gen_vocab_pad"), w.integer(o.gen_vocab_pad);
   w.end_object();
   w.end_object();
 }

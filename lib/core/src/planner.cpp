@@ -41,6 +41,7 @@ std::string fingerprint(const Plan& plan) {
   if (o.gen_expert_placement != ExpertPlacement::Linear) h.add("expert_placement").add(to_string(o.gen_expert_placement));
   if (o.ssm_groups != 0) h.add("ssm_groups").add(o.ssm_groups);
   if (o.linear_key_heads != 0) h.add("linear_key_heads").add(o.linear_key_heads);
+  if (o.train_vocab_pad != 0 || o.gen_vocab_pad != 0) h.add("vocab_pad").add(o.train_vocab_pad).add(o.gen_vocab_pad);
   // Only when set, so that plans made before precision pairs keep their fingerprints.
   if (o.gen_precision != GenPrecision::Auto || o.scales != ScalesPath::Misc)
     h.add("precision").add(to_string(o.gen_precision)).add(to_string(o.scales));
@@ -104,6 +105,8 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
   Problems problems;
   const std::unique_ptr<DestinationLayout> dst_layout = make_destination_layout(options.gen_layout);
   validate_system(system, problems, dst_layout->expert_mesh());
+  if (options.gen_vocab_pad > 0 && options.gen_layout != GenLayout::Megatron)
+    problems.add("--gen-vocab-pad is Megatron's padding and needs --gen-layout megatron (vLLM pads to 64 itself)");
   if (options.head_dim < 0) problems.add("--head-dim must be positive, got " + std::to_string(options.head_dim));
   if (options.bucket_bytes <= 0) problems.add("bucket_bytes must be > 0, got " + std::to_string(options.bucket_bytes));
 
@@ -309,7 +312,7 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     }
     if (pp.path == Path::Bulk) {
       const bool expert = c.rule.expert;
-      const Mesh src_mesh = (expert ? meshes.train_expert : meshes.train).slice("pp", c.train_stage);
+      Mesh src_mesh = (expert ? meshes.train_expert : meshes.train).slice("pp", c.train_stage);
       const bool gen_expert_mesh = expert && dst_layout->expert_mesh();
       Mesh dst_mesh = (gen_expert_mesh ? meshes.gen_expert : meshes.gen).slice("pp", c.gen_stage);
       std::map<std::string, Placement> src_p, dst_p;
@@ -341,6 +344,18 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
         if (gp.tp > 1 && dst_layout->sectioned_mixers())
           dst_p["tp"] = gdn_placement(g, key_heads, part, options.gen_layout == GenLayout::Megatron);
       }
+      // Megatron's padded vocab (vocab_utils.py calculate_padded_vocab_size; tensor_parallel/layers.py
+      // VocabParallelEmbedding: rank r holds rows [r Vp / tp, (r + 1) Vp / tp), the padding at the end).
+      if (c.rule.rule == "vocab" && pp.shape.n >= 1) {
+        const auto padded = [&](int n, int side_tp) {
+          const int64_t multiple = static_cast<int64_t>(n) * side_tp;
+          return (pp.shape[0] + multiple - 1) / multiple * multiple;
+        };
+        if (options.train_vocab_pad > 0 && src_p.count("tp") && src_p["tp"].shard_dim == 0)
+          src_p["tp"] = Placement::pad(0, padded(options.train_vocab_pad, tp.tp));
+        if (options.gen_vocab_pad > 0 && dst_p.count("tp") && dst_p["tp"].shard_dim == 0)
+          dst_p["tp"] = Placement::pad(0, padded(options.gen_vocab_pad, gp.tp));
+      }
       dst_layout->place(pp.name, pp.shape, c.rule, dst_p);
       // A cut that shapes the local tensor even on one rank (vLLM pads the vocab at tp 1 too) keeps
       // its mesh dim, at size 1 (innermost: the ranks do not move).
@@ -348,6 +363,11 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
         if (!placement.plain() && dst_mesh.dim_index(dim) < 0) {
           dst_mesh.dim_names.push_back(dim);
           dst_mesh.dim_sizes.push_back(1);
+        }
+      for (const auto& [dim, placement] : src_p)
+        if (!placement.plain() && src_mesh.dim_index(dim) < 0) {
+          src_mesh.dim_names.push_back(dim);
+          src_mesh.dim_sizes.push_back(1);
         }
       pp.src = make_layout(src_mesh, src_p);
       pp.dst = make_layout(dst_mesh, dst_p);

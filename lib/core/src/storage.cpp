@@ -39,8 +39,10 @@ std::vector<LocalStorage> src_storages(const Plan& plan, int rank) {
     const int f = p.src.mesh.flat_index_of_rank(rank);
     if (f < 0) continue;
     if (p.src.single_box()) {
-      out.push_back(p.src_dequant ? src_storage_fp8(p, i, p.src.local_box(p.shape, f))
-                                  : src_storage(p, i, p.src.local_box(p.shape, f)));
+      LocalStorage s = p.src_dequant ? src_storage_fp8(p, i, p.src.local_box(p.shape, f))
+                                     : src_storage(p, i, p.src.local_box(p.shape, f));
+      if (!p.src.plain() && !p.src_dequant) s.shape = p.src.local_shape(p.shape, f);  // a padded vocab's rows
+      out.push_back(std::move(s));
       continue;
     }
     // A sectioned source (Megatron's mamba in_proj): one local tensor holding every piece.

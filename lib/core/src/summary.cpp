@@ -70,6 +70,8 @@ std::string options_text(const PlanOptions& o) {
   if (o.head_dim) s += " head-dim=" + std::to_string(o.head_dim);
   if (o.ssm_groups) s += " ssm-groups=" + std::to_string(o.ssm_groups);
   if (o.linear_key_heads) s += " linear-key-heads=" + std::to_string(o.linear_key_heads);
+  if (o.train_vocab_pad) s += " train-vocab-pad=" + std::to_string(o.train_vocab_pad);
+  if (o.gen_vocab_pad) s += " gen-vocab-pad=" + std::to_string(o.gen_vocab_pad);
   if (o.gen_expert_placement != ExpertPlacement::Linear)
     s += std::string(" gen-expert-placement=") + to_string(o.gen_expert_placement);
   return s;

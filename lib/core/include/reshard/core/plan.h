@@ -47,7 +47,11 @@ struct PlanOptions {
   int head_dim = 0;  // --head-dim: attention heads = q rows / head_dim; 0: from q_norm/k_norm
   ExpertPlacement gen_expert_placement = ExpertPlacement::Linear;
   int ssm_groups = 0;
-  int linear_key_heads = 0;  // --linear-key-heads: gated delta net key heads (config.json linear_num_key_heads); 0: unknown  // --ssm-groups: Mamba2 n_groups (config.json), for the TP cut of in_proj / conv1d; 0: unknown
+  int linear_key_heads = 0;
+  // --train-vocab-pad / --gen-vocab-pad: Megatron's make_vocab_size_divisible_by (the vocab padded to a
+  // multiple of N x tp, megatron/training/vocab_utils.py calculate_padded_vocab_size); 0: no padding,
+  // Megatron-Bridge's default (should_pad_vocab False). gen: Megatron destinations only.
+  int train_vocab_pad = 0, gen_vocab_pad = 0;  // --linear-key-heads: gated delta net key heads (config.json linear_num_key_heads); 0: unknown  // --ssm-groups: Mamba2 n_groups (config.json), for the TP cut of in_proj / conv1d; 0: unknown
 };
 
 // One bulk point-to-point transfer of a box of one param. Offsets are element coordinates.
