@@ -56,25 +56,40 @@ Plan plan_of(const std::string& model, int train_gpus, Parallelism train, int ge
   return plan;
 }
 
-// Rank `rank`'s local tensors named in `want` hold exactly these shapes and pieces.
-void expect_rank(const Plan& plan, int rank, const std::vector<Tensor>& want) {
-  const std::vector<LocalStorage> got = dst_storages(plan, rank);
+// `got` holds exactly `want`'s shape and pieces (empty boxes aside: an empty torch.chunk remainder).
+void expect_tensor(const Plan& plan, const LocalStorage& got, const Tensor& want, const std::string& where) {
+  EXPECT_EQ(got.shape.str(), want.shape) << where << " " << want.name;
+  std::vector<Piece> pieces, expected = want.pieces;
+  for (const StorageMember& m : got.members)
+    if (!m.box.empty()) pieces.push_back({plan.params[m.param].name, m.box.str(), m.offset.str()});
+  std::sort(pieces.begin(), pieces.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(pieces.size(), expected.size()) << where << " " << want.name;
+  for (size_t i = 0; i < std::min(pieces.size(), expected.size()); ++i)
+    EXPECT_TRUE(pieces[i] == expected[i]) << where << " " << want.name << ": got " << pieces[i].param << " "
+                                          << pieces[i].box << " at " << pieces[i].at << ", want " << expected[i].param
+                                          << " " << expected[i].box << " at " << expected[i].at;
+}
+
+// The local tensors named in `want`, among `got` (a rank's storages), hold exactly these shapes and pieces.
+void expect_tensors(const Plan& plan, const std::vector<LocalStorage>& got, const std::vector<Tensor>& want,
+                    const std::string& where) {
   for (const Tensor& w : want) {
     auto it = std::find_if(got.begin(), got.end(), [&](const LocalStorage& s) { return s.name == w.name; });
-    ASSERT_NE(it, got.end()) << "rank " << rank << " has no local tensor " << w.name;
-    EXPECT_EQ(it->shape.str(), w.shape) << "rank " << rank << " " << w.name;
-    std::vector<Piece> pieces;
-    for (const StorageMember& m : it->members)
-      if (!m.box.empty()) pieces.push_back({plan.params[m.param].name, m.box.str(), m.offset.str()});
-    std::vector<Piece> expected = w.pieces;
-    std::sort(pieces.begin(), pieces.end());
-    std::sort(expected.begin(), expected.end());
-    EXPECT_EQ(pieces.size(), expected.size()) << "rank " << rank << " " << w.name;
-    for (size_t i = 0; i < std::min(pieces.size(), expected.size()); ++i)
-      EXPECT_TRUE(pieces[i] == expected[i]) << "rank " << rank << " " << w.name << ": got " << pieces[i].param << " "
-                                            << pieces[i].box << " at " << pieces[i].at << ", want " << expected[i].param
-                                            << " " << expected[i].box << " at " << expected[i].at;
+    if (it == got.end()) {
+      ADD_FAILURE() << where << " has no local tensor " << w.name;
+      continue;
+    }
+    expect_tensor(plan, *it, w, where);
   }
+}
+
+void expect_rank(const Plan& plan, int rank, const std::vector<Tensor>& want) {
+  expect_tensors(plan, dst_storages(plan, rank), want, "gen rank " + std::to_string(rank));
+}
+
+void expect_src(const Plan& plan, int rank, const Tensor& want) {
+  expect_tensors(plan, src_storages(plan, rank), {want}, "train rank " + std::to_string(rank));
 }
 
 std::string refusal(const std::string& model, int train_gpus, Parallelism train, int gen_gpus, Parallelism gen,
@@ -369,22 +384,6 @@ TEST(VllmLayout, NemotronHOneGroupIsDuplicatedOnEveryRank) {
   EXPECT_TRUE(has(refusal("vllm-nemotron-h.json", 1, par(1), 2, par(2), o), "pass --ssm-groups N"));
   o.ssm_groups = 2;  // 2 groups over tp 4: vLLM refuses
   EXPECT_TRUE(has(refusal("vllm-nemotron-h.json", 1, par(1), 4, par(4), o), "then num_groups must equal 1"));
-}
-
-// The local tensor `name` of train rank `rank`: its shape and pieces, as expect_rank does for gen ranks.
-void expect_src(const Plan& plan, int rank, const Tensor& want) {
-  for (const LocalStorage& s : src_storages(plan, rank)) {
-    if (s.name != want.name) continue;
-    EXPECT_EQ(s.shape.str(), want.shape) << want.name;
-    std::vector<Piece> got, expected = want.pieces;
-    for (const StorageMember& m : s.members) got.push_back({plan.params[m.param].name, m.box.str(), m.offset.str()});
-    std::sort(got.begin(), got.end());
-    std::sort(expected.begin(), expected.end());
-    EXPECT_TRUE(got == expected) << "train rank " << rank << " " << want.name << ": " << got.size() << " pieces, first "
-                                 << (got.empty() ? "" : got[0].box + " at " + got[0].at);
-    return;
-  }
-  ADD_FAILURE() << "train rank " << rank << " has no " << want.name;
 }
 
 // Qwen3-Next gated delta net: 4 key heads of 8, 8 value heads of 8 (key_dim 32, value_dim 64); HF

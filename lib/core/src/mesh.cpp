@@ -308,6 +308,11 @@ Box Layout::local_box(const Dims& global_shape, int flat) const {
 }
 
 std::vector<LocalPiece> Layout::local_pieces(const Dims& global_shape, int flat) const {
+  if (single_box()) {  // one box at the local origin (or nothing): the common case, no walk
+    const Box b = local_box(global_shape, flat);
+    if (b.empty()) return {};
+    return {LocalPiece{b, Dims::zeros(global_shape.n)}};
+  }
   std::vector<LocalPiece> pieces{{full_box(global_shape), Dims::zeros(global_shape.n)}};
   Dims shape = global_shape;
   const std::vector<int> c = mesh.coords(flat);

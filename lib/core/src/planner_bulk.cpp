@@ -32,11 +32,12 @@ std::vector<DistinctBox> distinct_boxes(const Layout& layout, const Dims& shape)
   const bool single = layout.single_box();
   std::vector<int64_t> key;
   for (int f = 0; f < layout.mesh.size(); ++f) {
+    // Keyed by the box, and with several pieces by all of them; the pieces are built once per key.
     const Box b = layout.local_box(shape, f);
     std::vector<LocalPiece> held;
     key.assign(b.offset.v.begin(), b.offset.v.begin() + b.offset.n);
     key.insert(key.end(), b.extent.v.begin(), b.extent.v.begin() + b.extent.n);
-    if (!single) {  // several pieces: the key is all of them
+    if (!single) {
       held = layout.local_pieces(shape, f);
       for (const LocalPiece& q : held) {
         key.insert(key.end(), q.box.offset.v.begin(), q.box.offset.v.begin() + q.box.offset.n);
@@ -45,7 +46,7 @@ std::vector<DistinctBox> distinct_boxes(const Layout& layout, const Dims& shape)
     }
     auto [it, fresh] = index.try_emplace(key, out.size());
     if (fresh) {
-      if (single && !b.empty()) held.push_back(LocalPiece{b, Dims::zeros(shape.n)});
+      if (single) held = layout.local_pieces(shape, f);
       out.push_back(DistinctBox{b, std::move(held), {}, {}});
     }
     out[it->second].ranks.push_back(layout.mesh.ranks[f]);

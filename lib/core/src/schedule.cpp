@@ -37,11 +37,7 @@ std::vector<GoldenShard> golden_shards(const ParamPlan& p) {
   std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, size_t> seen;  // box -> index in out
   for (int f = 0; f < p.src.mesh.size(); ++f) {
     const int rank = p.src.mesh.ranks[f];
-    const std::vector<LocalPiece> held = p.src.single_box()
-                                             ? std::vector<LocalPiece>{{p.src.local_box(p.shape, f), Dims::zeros(p.shape.n)}}
-                                             : p.src.local_pieces(p.shape, f);
-    for (const LocalPiece& q : held) {
-      if (q.box.empty()) continue;
+    for (const LocalPiece& q : p.src.local_pieces(p.shape, f)) {
       auto [it, fresh] = seen.try_emplace({q.box.offset.to_vector(), q.box.extent.to_vector()}, out.size());
       if (fresh) out.push_back(GoldenShard{rank, q.box, q.at});
       else out[it->second].holder = std::min(out[it->second].holder, rank);

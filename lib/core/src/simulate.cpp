@@ -606,8 +606,7 @@ double lower_bound_time(const Plan& plan, const SystemModel& m, const PlanStats&
       const int64_t held = param.dst.held_elements(param.shape, f);
       if (held == 0) continue;
       // Replicas on one node hold the same pieces: count them once (keyed by the first piece's origin).
-      const Box b = param.dst.single_box() ? param.dst.local_box(param.shape, f)
-                                           : param.dst.local_pieces(param.shape, f).front().box;
+      const Box b = param.dst.local_pieces(param.shape, f).front().box;
       if (seen.emplace(n, p, b.offset.to_vector()).second) node_bytes[n] += held * dtype_size(param.dtype);
     }
   }

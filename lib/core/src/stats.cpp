@@ -25,11 +25,6 @@ PhaseLowerBounds compute_phase_lower_bounds(const Plan& plan) {
     // Train side: each distinct src box leaves at least once, shared evenly by its holders.
     std::map<std::pair<std::vector<int64_t>, std::vector<int64_t>>, std::vector<int>> holders;
     for (int f = 0; f < p.src.mesh.size(); ++f) {
-      if (p.src.single_box()) {
-        const Box b = p.src.local_box(p.shape, f);
-        holders[{b.offset.to_vector(), b.extent.to_vector()}].push_back(p.src.mesh.ranks[f]);
-        continue;
-      }
       for (const LocalPiece& q : p.src.local_pieces(p.shape, f))
         holders[{q.box.offset.to_vector(), q.box.extent.to_vector()}].push_back(p.src.mesh.ranks[f]);
     }

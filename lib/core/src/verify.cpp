@@ -62,10 +62,7 @@ class Verifier {
         problem(where(param, t.dst, t.box) + ": source rank " + std::to_string(t.src) + " is not in the source mesh");
         continue;
       }
-      const std::vector<LocalPiece> held = param.src.single_box()
-                                               ? std::vector<LocalPiece>{{param.src.local_box(param.shape, sf),
-                                                                          Dims::zeros(param.shape.n)}}
-                                               : param.src.local_pieces(param.shape, sf);
+      const std::vector<LocalPiece> held = param.src.local_pieces(param.shape, sf);
       auto from = std::find_if(held.begin(), held.end(), [&](const LocalPiece& q) { return contains(q.box, t.box); });
       if (from == held.end()) {
         problem(where(param, t.dst, t.box) + ": source rank " + std::to_string(t.src) + " holds only " +
