@@ -46,7 +46,7 @@ std::vector<DistinctBox> distinct_boxes(const Layout& layout, const Dims& shape)
     }
     auto [it, fresh] = index.try_emplace(key, out.size());
     if (fresh) {
-      if (single) held = layout.local_pieces(shape, f);
+      if (single && !b.empty()) held.push_back(LocalPiece{b, Dims::zeros(shape.n)});  // local_pieces, box known
       out.push_back(DistinctBox{b, std::move(held), {}, {}});
     }
     out[it->second].ranks.push_back(layout.mesh.ranks[f]);
