@@ -6,6 +6,13 @@ namespace reshard {
 
 std::vector<std::string> after_loading_notes(const Plan& plan) {
   std::vector<std::string> out;
+  bool mxfp8 = false;
+  for (const ParamPlan& p : plan.params) mxfp8 = mxfp8 || p.mxfp8;
+  if (plan.options.gen_layout == GenLayout::Megatron && mxfp8)
+    out.push_back("MXFP8: the plan lands compact, unswizzled E8M0 scales [M, K/32] (a staged format); "
+                  "TransformerEngine's MXFP8Tensor keeps rowwise scale_inv padded to [roundup(M, 128), "
+                  "roundup(K/32, 4)] (transformer_engine/pytorch/tensor/mxfp8_tensor.py, MXFP8Quantizer."
+                  "get_scale_shape): copy the rows into it with that pitch; TE swizzles them for the GEMM itself");
   if (plan.options.gen_layout != GenLayout::Vllm) return out;
   bool kv_b = false, w13 = false, misc = false;
   for (const ParamPlan& p : plan.params) {

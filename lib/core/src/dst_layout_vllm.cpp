@@ -50,22 +50,6 @@ bool is_vocab(const std::string& name) {
          names::ends_with(name, ".lm_head.weight");
 }
 
-// Groups repeated problems: one line per distinct message, with the layers it holds for.
-class Grouped {
- public:
-  void add(const std::string& message, const std::string& where) { by_message_[message].insert(where); }
-  void flush(Problems& problems) const {
-    for (const auto& [message, where] : by_message_) {
-      std::string s = message + " (" + *where.begin();
-      if (where.size() > 1) s += " and " + n(static_cast<int64_t>(where.size()) - 1) + " more";
-      problems.add(s + ")");
-    }
-  }
-
- private:
-  std::map<std::string, std::set<std::string>> by_message_;
-};
-
 class VllmLayout final : public DestinationLayout {
  public:
   GenLayout kind() const override { return GenLayout::Vllm; }
@@ -85,7 +69,7 @@ class VllmLayout final : public DestinationLayout {
     }
     if (options.bulk == BulkMode::All) check_mamba(params, options, refused_mamba_);
     if (options.bulk == BulkMode::All) check_gdn(params, options, refused_mamba_);
-    Grouped refused;
+    GroupedProblems refused;
     check_attention(params, by_name, options, refused, problems);
     check_mla(params, by_name, refused);
     check_ffn(params, refused);
@@ -225,7 +209,7 @@ class VllmLayout final : public DestinationLayout {
   // divide(tp, KV), else divide(KV, tp). ModelConfig.verify_with_parallel_config (vllm/config/model.py)
   // refuses H % tp first.
   void check_attention(const std::vector<LogicalParam>& params, const std::map<std::string, const LogicalParam*>& by_name,
-                       const PlanOptions& options, Grouped& refused, Problems& problems) {
+                       const PlanOptions& options, GroupedProblems& refused, Problems& problems) {
     std::string from;
     const int64_t head_dim = find_head_dim(params, options, from);
     bool need_head_dim = false;
@@ -272,7 +256,7 @@ class VllmLayout final : public DestinationLayout {
   // (kv_a_layernorm), so H = (q_b rows + o cols - kv_b rows) / rope. With q_lora_rank (a q_a_proj)
   // q_a_proj and kv_a_proj_with_mqa are one replicated fused_qkv_a_proj.
   void check_mla(const std::vector<LogicalParam>& params, const std::map<std::string, const LogicalParam*>& by_name,
-                 Grouped& refused) {
+                 GroupedProblems& refused) {
     auto get = [&](const std::string& name) -> const LogicalParam* {
       auto it = by_name.find(name);
       return it == by_name.end() ? nullptr : it->second;
@@ -301,7 +285,7 @@ class VllmLayout final : public DestinationLayout {
   // Dense and shared FFN: MergedColumnParallelLinear asserts every output size % tp == 0, RowParallelLinear
   // divides the input size (layers/linear.py). Routed experts without EP: FusedMoE asserts
   // intermediate_size % tp == 0 (layers/fused_moe/layer.py).
-  void check_ffn(const std::vector<LogicalParam>& params, Grouped& refused) const {
+  void check_ffn(const std::vector<LogicalParam>& params, GroupedProblems& refused) const {
     for (const LogicalParam& p : params) {
       const names::Proj proj = names::ffn_proj(p.name);
       if (proj == names::Proj::None || names::starts_with(p.name, "mtp.")) continue;
@@ -322,7 +306,7 @@ class VllmLayout final : public DestinationLayout {
 
   // VocabParallelEmbedding / ParallelLMHead: the vocab padded to a multiple of 64, then
   // vocab_range_from_global_vocab_size divides it over tp (layers/vocab_parallel_embedding.py).
-  void check_vocab(const std::vector<LogicalParam>& params, Grouped& refused) const {
+  void check_vocab(const std::vector<LogicalParam>& params, GroupedProblems& refused) const {
     for (const LogicalParam& p : params) {
       if (!is_vocab(p.name) || p.shape.n < 1 || p.grouped_expert) continue;
       const int64_t padded = pad_vocab(p.shape[0]);

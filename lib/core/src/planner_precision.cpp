@@ -1,5 +1,6 @@
 #include "planner_precision.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string_view>
@@ -167,8 +168,47 @@ GenPrecision check_precision_pair(const std::vector<LogicalParam> &params,
   return gen;
 }
 
+// Block-FP8 bytes are a slice of the checkpoint's only where every shard starts on a 128-block:
+// - train: TransformerEngine quantizes each rank's own shard on its own 128 x 128 grid from the
+//   shard's origin (transformer_engine/pytorch/tensor/float8_blockwise_tensor.py,
+//   Float8BlockQuantizer; scale_inv ceil(M/128) x roundup(ceil(K/128), 4) per rank);
+// - gen fp8: vLLM refuses partitions that are not whole blocks
+//   (vllm/model_executor/layers/quantization/utils/fp8_utils.py validate_fp8_block_shape).
+// Elsewhere a rank's e4m3 bytes and scales decode differently from the checkpoint's slice.
+static void check_block_grids(const ParamPlan &p, bool gen_fp8,
+                       GroupedProblems &refused) {
+  if (p.dtype != DType::F8_E4M3 && !p.src_dequant)
+    return;
+  const auto check = [&](const Layout &layout, const std::string &why) {
+    for (int d = std::max(0, p.shape.n - 2); d < p.shape.n; ++d) {
+      std::vector<int64_t> bad;
+      for (int64_t b : inner_boundaries(layout, p.shape, d))
+        if (b % kFp8BlockEdge != 0)
+          bad.push_back(b);
+      if (!bad.empty())
+        refused.add(why + " shard boundaries along dim " + std::to_string(d) +
+                        " (size " + std::to_string(p.shape[d]) + ") at " +
+                        list(bad) + " are not multiples of 128",
+                    p.name);
+    }
+  };
+  check(p.src, "block-FP8: TransformerEngine quantizes each train rank's "
+               "shard on its own 128x128 grid (Float8BlockQuantizer), so "
+               "its e4m3 bytes and scales are a slice of the checkpoint's "
+               "only on 128-block boundaries; train (src)");
+  if (gen_fp8)
+    check(p.dst, "block-FP8: vLLM refuses fp8 partitions that are not "
+                 "whole 128-blocks (fp8_utils.py validate_fp8_block_shape); "
+                 "gen (dst)");
+}
+
 void apply_precision(Plan &plan, GenPrecision gen,
                      const std::vector<int> &owners, Problems &problems) {
+  GroupedProblems refused;
+  for (const ParamPlan &p : plan.params)
+    if (p.path == Path::Bulk)
+      check_block_grids(p, gen == GenPrecision::Fp8, refused);
+  refused.flush(problems);
   for (size_t i = 0; i < plan.params.size(); ++i) {
     ParamPlan &p = plan.params[i];
     if (p.path != Path::Bulk)

@@ -1,6 +1,8 @@
 // Errors: one type for everything the library reports. The library never exits; the CLI maps
 // Error::code() to the process exit status (2 usage/config, 3 runtime, 1 verification failed).
 #pragma once
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +35,17 @@ class Problems {
 
  private:
   std::vector<std::string> list_;
+};
+
+// Groups repeated problems: one line per distinct message, naming the first place it holds for and
+// how many more ("... (model.layers.0.mlp.up_proj.weight and 47 more)").
+class GroupedProblems {
+ public:
+  void add(const std::string& message, const std::string& where) { by_message_[message].insert(where); }
+  void flush(Problems& problems) const;
+
+ private:
+  std::map<std::string, std::set<std::string>> by_message_;
 };
 
 }  // namespace reshard
