@@ -30,7 +30,8 @@ struct PlanArgs {
   std::string model, system, output, format, layer_map, rules, mtp_layers;
   std::string train_gpus, gen_gpus, train, gen;
   std::string first_stage_layers, last_stage_layers, head_dim, ssm_groups, linear_key_heads, train_vocab_pad,
-      gen_vocab_pad;
+      gen_vocab_pad, pipeline_layout, train_order = "tp-cp-ep-dp-pp";
+  bool account_for_embedding = false, account_for_loss = false;
   std::string bulk = "ffn", gen_layout = "hf", fanout = "auto", bucket_bytes = "1Gi";
   std::string gen_precision = "auto", scales = "misc", gen_expert_placement = "linear";
   std::vector<std::string> exclude;
@@ -196,6 +197,11 @@ int run_plan(const PlanArgs& a) {
     if (map_problems.empty()) options.layer_to_stage = std::move(map);
   }
   if (!a.mtp_layers.empty()) options.mtp_layers = parse_layer_list(a.mtp_layers, problems);
+  options.pipeline_layout = a.pipeline_layout;
+  options.account_for_embedding = a.account_for_embedding;
+  options.account_for_loss = a.account_for_loss;
+  check(
+      problems, [&] { options.train_order = parse_rank_order(a.train_order); }, "--train-order");
   options.exclude = a.exclude;
   check(
       problems, [&] { options.bulk = parse_bulk_mode(a.bulk); }, "--bulk");
@@ -315,7 +321,9 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--system", args->system,
                   "NCCL M2N reshard_model_bench system JSON (instead of the flags below)");
   cmd->add_option("--train-gpus", args->train_gpus, "Number of training GPUs");
-  cmd->add_option("--train", args->train, "Train parallelism, e.g. tp=1,pp=2,ep=8,etp=1,cp=1 (dp derived)");
+  cmd->add_option("--train", args->train,
+                  "Train parallelism, e.g. tp=1,pp=2,ep=8,etp=1,cp=1 (dp derived; etp defaults to tp as in "
+                  "Megatron); vpp=N interleaves N virtual stages per pp rank");
   cmd->add_option("--gen-gpus", args->gen_gpus, "Number of generation GPUs");
   cmd->add_option("--gen", args->gen,
                   "Generation parallelism, e.g. tp=8,ep=1 (dp derived); with --gen-layout megatron also an "
@@ -324,6 +332,17 @@ void add_plan_command(CLI::App& app, Action& action) {
                   "Decoder layers in the first train PP stage");
   cmd->add_option("--last-stage-layers", args->last_stage_layers,
                   "Decoder layers in the last train PP stage");
+  cmd->add_option("--pipeline-layout", args->pipeline_layout,
+                  "Megatron's pipeline_model_parallel_layout, e.g. \"Et*3|(tt|)*29,m|L\" (E embedding, t decoder, "
+                  "m mtp, L loss; stages split by '|', flat stage i on pp rank i % pp)");
+  cmd->add_flag("--account-for-embedding", args->account_for_embedding,
+                "Megatron's account_for_embedding_in_pipeline_split: the embedding counts as a layer of the first "
+                "stage");
+  cmd->add_flag("--account-for-loss", args->account_for_loss,
+                "Megatron's account_for_loss_in_pipeline_split: the loss counts as a layer of the last stage");
+  cmd->add_option("--train-order", args->train_order,
+                  "Megatron's rank order: tp-cp-ep-dp-pp (default) or tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping)")
+      ->capture_default_str();
   cmd->add_option("--layer-map", args->layer_map,
                   "JSON layer->train PP stage map: {\"<layer>\": stage} or [stage, ...]");
   cmd->add_option("--mtp-layers", args->mtp_layers,

@@ -33,21 +33,6 @@ TEST(Mesh, SizeOneDimsDroppedAndOffset) {
   EXPECT_EQ(m.flat_index_of_rank(3), -1);
 }
 
-TEST(Stages, MegatronFirstLast) {
-  Problems pr;
-  auto s = megatron_layer_stages(61, 16, 3, 2, pr);
-  ASSERT_TRUE(pr.empty());
-  EXPECT_EQ(s[0], 0);
-  EXPECT_EQ(s[2], 0);
-  EXPECT_EQ(s[3], 1);
-  EXPECT_EQ(s[6], 1);
-  EXPECT_EQ(s[7], 2);
-  EXPECT_EQ(s[58], 14);
-  EXPECT_EQ(s[59], 15);
-  megatron_layer_stages(61, 16, 0, 0, pr);
-  EXPECT_FALSE(pr.empty());
-}
-
 TEST(Stages, VllmRemainderBeforeLast) {
   auto s = vllm_layer_stages(10, 4);  // 2,3,3,2
   EXPECT_EQ(std::count(s.begin(), s.end(), 0), 2);

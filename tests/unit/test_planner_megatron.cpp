@@ -165,13 +165,23 @@ TEST(Megatron, InterleavedQkvPerQueryGroup) {
   EXPECT_EQ(qkv2->shape, (Dims{48, 32}));
 }
 
-TEST(Megatron, QkvGroupsMustDivideGenTp) {
+// transformer_config.py: query groups % tp == 0 or tp % query groups == 0, heads % tp == 0. At gen tp 4
+// (2 groups) each rank holds a quarter of the fused [q_g (32); k_g (8); v_g (8)] x 2 rows: 24.
+TEST(Megatron, QkvGroupsAgainstGenTp) {
+  const Plan four = plan_reshard(small_model(), sys(2, "tp=2", 4, "tp=4"), megatron(BulkMode::All));
+  expect_verifies(four);
+  const std::vector<LocalStorage> rank3 = dst_storages(four, 3);
+  const LocalStorage* qkv = storage(rank3, "decoder.layers.1.self_attention.linear_qkv.weight");
+  ASSERT_NE(qkv, nullptr);
+  EXPECT_EQ(qkv->shape, (Dims{24, 32}));
   try {
-    plan_reshard(small_model(), sys(2, "tp=2", 4, "tp=4"), megatron(BulkMode::All));
+    plan_reshard(small_model(), sys(2, "tp=2", 3, "tp=3"), megatron(BulkMode::All));
     FAIL() << "expected a config error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::Config);
-    EXPECT_NE(std::string(e.what()).find("does not hold whole groups"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Megatron-Core refuses: 8 attention heads and 2 query groups over gen tp 3"),
+              std::string::npos)
+        << e.what();
   }
 }
 

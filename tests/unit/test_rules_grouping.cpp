@@ -118,7 +118,7 @@ TEST(Rules, MegatronQkvNeedsHeadDim) {
                  {"model.layers.0.self_attn.v_proj.weight", {}, Dims{16, 32}, DType::BF16, false}},
                 SystemConfig{}, o, pr2);
   ASSERT_EQ(pr2.list().size(), 1u);
-  EXPECT_NE(pr2.list()[0].find("q_proj.weight: 60 rows are not 1 query groups of whole heads"), std::string::npos)
+  EXPECT_NE(pr2.list()[0].find("q_proj: 60 rows are not 1 query groups of whole heads of 16 (--head-dim) (model.layers.0.self_attn.q_proj.weight)"), std::string::npos)
       << pr2.list()[0];
 }
 

@@ -5,14 +5,18 @@
 //                                     each [1, gate_local + up_local, H] (dim 0 is the expert dim)
 //   grouped experts down           -> "{layer}.mlp.experts.linear_fc2.weight{e}"
 //   q, k, v (--bulk all)           -> "{layer}.self_attention.linear_qkv.{weight,bias}", interleaved per
-//                                     query group: [q_g; k_g; v_g] for each local group g
+//                                     query group: [q_g; k_g; v_g] for each local group g; with
+//                                     tp > query groups, the rank's contiguous chunk of those rows
 //   o_proj                         -> "{layer}.self_attention.linear_proj.weight"
 // where "{layer}" is the HF "model.layers.N" renamed "decoder.layers.N". Other params keep their HF
 // names (a rename only; their local tensors are the hf layout's). Gen experts live on Megatron's
 // expert mesh (etp, ep, edp), independent of tp.
 #include <map>
 
+#include <algorithm>
+
 #include "dst_layouts.h"
+#include "megatron_qkv.h"
 #include "names.h"
 
 namespace reshard {
@@ -37,45 +41,35 @@ class MegatronLayout final : public DestinationLayout {
   bool sectioned_mixers() const override { return true; }
 
   // linear_qkv needs the query groups of each attention layer: k rows / head_dim.
-  void prepare(const std::vector<LogicalParam>& params, const SystemConfig&, const PlanOptions& options,
+  void prepare(const std::vector<LogicalParam>& params, const SystemConfig& system, const PlanOptions& options,
                Problems& problems) override {
     if (options.bulk != BulkMode::All) return;  // q/k/v stay misc
     std::string head_dim_from;
     const int64_t head_dim = find_head_dim(params, options, head_dim_from);
-    std::map<std::string, const LogicalParam*> q, k, v;  // attention prefix -> weight
-    for (const LogicalParam& p : params) {
-      const names::QkvPart part = names::qkv_part(p.name);
-      if (part.at == std::string::npos || part.suffix != "weight" || p.shape.n != 2) continue;
-      (part.which == 0 ? q : part.which == 1 ? k : v)[p.name.substr(0, part.at)] = &p;
-    }
-    if (k.empty()) return;
+    bool attention = false;
+    for (const LogicalParam& p : params) attention = attention || names::qkv_part(p.name).which == 1;
+    if (!attention) return;
     if (head_dim <= 0) {
       problems.add("--gen-layout megatron --bulk all: linear_qkv interleaves q, k, v per query group and needs the "
                    "head dim: pass --head-dim N (the model has no self_attn.q_norm/k_norm to infer it from)");
       return;
     }
-    const std::string hd = std::to_string(head_dim) + " (" + head_dim_from + ")";
-    for (const auto& [prefix, kp] : k) {
-      const int64_t rows = kp->shape[0];
-      if (rows % head_dim != 0) {
-        problems.add(kp->name + ": " + std::to_string(rows) + " rows are not a multiple of head dim " + hd);
-        continue;
-      }
-      const int64_t groups = rows / head_dim;
-      auto qi = q.find(prefix), vi = v.find(prefix);
-      if (qi == q.end() || vi == v.end()) {
-        problems.add(kp->name + ": linear_qkv needs q_proj and v_proj beside it");
-        continue;
-      }
-      if (vi->second->shape[0] != rows)
-        problems.add(vi->second->name + ": " + std::to_string(vi->second->shape[0]) + " rows, k_proj has " +
-                     std::to_string(rows) + " (linear_qkv needs one k and one v head per query group)");
-      const int64_t q_rows = qi->second->shape[0];
-      if (q_rows % (groups * head_dim) != 0)
-        problems.add(qi->second->name + ": " + std::to_string(q_rows) + " rows are not " + std::to_string(groups) +
-                     " query groups of whole heads of " + hd);
-      groups_[prefix] = static_cast<int>(groups);
-    }
+    qkv_ = qkv_shapes(params, head_dim, head_dim_from, problems);
+    tp_ = system.gen.tp;
+    GroupedProblems refused;
+    for (const auto& [prefix, shape] : qkv_)
+      if (const std::string why = qkv_tp_problem(shape, tp_, "gen"); !why.empty()) refused.add(why, prefix);
+    refused.flush(problems);
+  }
+
+  // tp > query groups: each rank's contiguous chunk of the fused rows (megatron_qkv.h).
+  void place(const std::string& name, const Dims&, const ParamRule& rule,
+             std::map<std::string, Placement>& dst) const override {
+    if (rule.rule != "attn_qkv" || tp_ <= 1) return;
+    const names::QkvPart part = names::qkv_part(name);
+    if (part.at == std::string::npos) return;
+    auto s = qkv_.find(name.substr(0, part.at));
+    if (s != qkv_.end()) dst["tp"] = qkv_placement(s->second, part.which, tp_);
   }
 
   StorageAssignment assign(const std::string& name, const ParamRule& rule, int ndim) const override {
@@ -98,12 +92,13 @@ class MegatronLayout final : public DestinationLayout {
       const names::QkvPart part = names::qkv_part(name);
       if (part.at == std::string::npos) return a;
       const std::string prefix = name.substr(0, part.at);
-      auto g = groups_.find(prefix);
-      if (g == groups_.end()) return a;  // no k_proj: not a GQA block, keep the param's own tensor
+      auto g = qkv_.find(prefix);
+      if (g == qkv_.end()) return a;  // no k_proj: not a GQA block, keep the param's own tensor
       a.storage = megatron_path(prefix) + "self_attention.linear_qkv." + part.suffix;
+      if (g->second.groups % std::max(tp_, 1) != 0) return a;  // fused chunks: the cut places the rows
       a.fuse_dim = 0;
       a.fuse_index = part.which;
-      a.fuse_groups = g->second;
+      a.fuse_groups = static_cast<int>(g->second.groups);
       return a;
     }
     if (rule.rule == "attn_out") {
@@ -116,7 +111,8 @@ class MegatronLayout final : public DestinationLayout {
   }
 
  private:
-  std::map<std::string, int> groups_;  // "model.layers.N." -> query groups
+  std::map<std::string, QkvShape> qkv_;  // "model.layers.N.self_attn." -> its groups
+  int tp_ = 1;
 };
 
 }  // namespace

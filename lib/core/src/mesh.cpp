@@ -117,6 +117,16 @@ std::vector<Segment> segments(const Placement& p, int64_t n, int size, int c, in
       }
       break;
     }
+    case Cut::Fused: {
+      const int64_t before = p.sections[0], rows = p.sections[1], period = before + rows + p.sections[2];
+      const int64_t chunk = p.count * period / size, begin = c * chunk, end = begin + chunk;
+      local = chunk;
+      for (int64_t g = begin / period; g < p.count && g * period < end; ++g) {
+        const int64_t lo = std::max(begin, g * period + before), hi = std::min(end, g * period + before + rows);
+        if (lo < hi) out.push_back({g * rows + lo - g * period - before, g * rows + hi - g * period - before, lo - begin});
+      }
+      break;
+    }
     case Cut::Sections: {
       int64_t base = 0;
       local = 0;
@@ -158,6 +168,11 @@ std::string Placement::str() const {
     case Cut::Cyclic:
       s += ",cyclic";
       break;
+    case Cut::Fused:
+      s += ",fused=[" + std::to_string(count);
+      for (int64_t x : sections) s += "," + std::to_string(x);
+      s += "]";
+      break;
     case Cut::Groups:
     case Cut::Sections: {
       if (cut == Cut::Groups) s += ",groups=" + std::to_string(count);
@@ -189,7 +204,7 @@ Placement Placement::parse(const std::string& s) {
   auto bad = [&]() {
     return config_error("bad placement '" + s + "' (expected \"R\" or \"S(d)\" with d < " + std::to_string(kMaxDims) +
                         ", optionally \"S(d,blocks=k)\", \"S(d,pad=P)\", \"S(d,balanced)\", \"S(d,cyclic)\" or "
-                        "\"S(d,sections=[a,b,...])\")");
+                        "\"S(d,sections=[a,b,...])\", \"S(d,groups=G,sections=[a,b,...])\", \"S(d,fused=[G,b,r,a])\")");
   };
   if (s.size() < 4 || s.rfind("S(", 0) != 0 || s.back() != ')') throw bad();
   const std::string body = s.substr(2, s.size() - 3);
@@ -211,6 +226,23 @@ Placement Placement::parse(const std::string& s) {
   } else if (auto blocks = value("blocks=")) {
     p.cut = Cut::Blocks;
     if (!parse_count(*blocks, p.count)) throw bad();
+  } else if (auto fused = value("fused=")) {
+    p.cut = Cut::Fused;
+    if (fused->size() < 3 || fused->front() != '[' || fused->back() != ']') throw bad();
+    std::vector<int64_t> xs;
+    const std::string list = fused->substr(1, fused->size() - 2);
+    for (size_t at = 0;;) {
+      const size_t next = list.find(',', at);
+      const std::string item = list.substr(at, next - at);
+      int64_t n = 0;
+      if (item != "0" && !parse_count(item, n)) throw bad();
+      xs.push_back(n);
+      if (next == std::string::npos) break;
+      at = next + 1;
+    }
+    if (xs.size() != 4 || xs[0] <= 0 || xs[2] <= 0) throw bad();
+    p.count = xs[0];
+    p.sections = {xs[1], xs[2], xs[3]};
   } else if (auto padded = value("pad=")) {
     p.cut = Cut::Pad;
     if (!parse_count(*padded, p.count)) throw bad();
@@ -250,7 +282,8 @@ std::string Placement::check(int64_t extent, int size) const {
   // A rank's pieces are listed one by one: bound them (a hand-edited plan must not ask for billions).
   constexpr int64_t kMaxPieces = int64_t{1} << 16;
   if ((cut == Cut::Cyclic && extent / std::max(size, 1) > kMaxPieces) ||
-      (cut == Cut::Groups && count * static_cast<int64_t>(sections.size()) / std::max(size, 1) > kMaxPieces))
+      ((cut == Cut::Groups || cut == Cut::Fused) &&
+       count * static_cast<int64_t>(sections.size()) / std::max(size, 1) > kMaxPieces))
     return at + ": more than " + std::to_string(kMaxPieces) + " pieces per rank";
   switch (cut) {
     case Cut::Blocks:
@@ -266,6 +299,17 @@ std::string Placement::check(int64_t extent, int size) const {
       int64_t sum = 0;
       for (int64_t s : sections) sum += s < 0 ? -s : s;
       if (sum != extent) return at + ": sections sum to " + std::to_string(sum);
+      break;
+    }
+    case Cut::Fused: {
+      if (sections.size() != 3 || count <= 0 || sections[1] <= 0 || sections[0] < 0 || sections[2] < 0)
+        return at + ": needs G > 0 groups and rows b >= 0, r > 0, a >= 0";
+      if (count * sections[1] != extent) return at + ": " + std::to_string(count) + " groups of " +
+                                                std::to_string(sections[1]) + " rows do not make the dim";
+      const int64_t fused_rows = count * (sections[0] + sections[1] + sections[2]);
+      if (fused_rows % size != 0)
+        return at + ": the fused " + std::to_string(fused_rows) + " rows do not split into " + std::to_string(size) +
+               " equal chunks";
       break;
     }
     case Cut::Groups: {

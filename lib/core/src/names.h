@@ -13,6 +13,19 @@ inline bool contains(const std::string& s, std::string_view part) { return s.fin
 // "a.b.gate_proj.weight" with suffix "gate_proj.weight" -> "a.b."
 inline std::string stem(const std::string& s, std::string_view suffix) { return s.substr(0, s.size() - suffix.size()); }
 
+// Pre-process modules Megatron builds only on the first pipeline stage (Megatron-Bridge
+// models/qwen_vl/modelling_qwen3_vl/model.py Qwen3VLModel.__init__: "if self.pre_process:
+// self.vision_model = ..."; likewise Qwen3.5, Qwen2.5-VL) and vLLM on every stage (qwen3_vl.py
+// Qwen3VLForConditionalGeneration.__init__ builds self.visual unconditionally): vision / audio
+// towers and their projectors, under their HF names.
+inline bool pre_process_module(const std::string& name) {
+  for (std::string_view prefix : {"model.visual.", "visual.", "vision_tower.", "model.vision_tower.", "vision_model.",
+                                  "model.vision_model.", "multi_modal_projector.", "model.multi_modal_projector.",
+                                  "audio_tower.", "model.audio_tower."})
+    if (starts_with(name, prefix)) return true;
+  return false;
+}
+
 // FFN name families (docs/design.md, "FFN names"): which names mean gate / up / down.
 //   gate_proj / up_proj / down_proj  Llama, Qwen2/3(-MoE), DeepSeek, Nemotron-H: dense, shared and routed
 //   w1 / w3 / w2 under ".experts."   Mixtral's block_sparse_moe experts (vLLM models/mixtral.py

@@ -26,6 +26,7 @@ constexpr Field kFields[] = {
     {"tp", "tp_size", &Parallelism::tp}, {"pp", "pp_size", &Parallelism::pp},
     {"ep", "ep_size", &Parallelism::ep}, {"etp", "etp_size", &Parallelism::etp},
     {"cp", "cp_size", &Parallelism::cp}, {"dp", "dp_size", &Parallelism::dp},
+    {"vpp", "vpp_size", &Parallelism::vpp},
 };
 
 void parse_side(const Json& j, const std::string& side, Parallelism& p, Problems& problems) {
@@ -52,7 +53,7 @@ void parse_side(const Json& j, const std::string& side, Parallelism& p, Problems
     // Strict: a misspelt size would otherwise silently default to 1.
     if (!f) {
       problems.add(side + ": unknown key '" + key +
-                   "' (known: num_gpus tp_size pp_size ep_size etp_size cp_size dp_size)");
+                   "' (known: num_gpus tp_size pp_size ep_size etp_size cp_size dp_size vpp_size)");
       continue;
     }
     read_positive(key, value, p.*(f->member));
@@ -96,6 +97,9 @@ void validate_side(Parallelism& p, const std::string& side, bool is_train, bool 
     }
     p.dp = derived;
   }
+  if (!is_train && p.vpp != 1)
+    problems.add(side + ": vpp is Megatron's interleaved training schedule; the generation side has none (got vpp=" +
+                 s(p.vpp) + ")");
   if (is_train || expert_mesh) {
     const int64_t etp_ep_pp = static_cast<int64_t>(p.etp) * p.ep * p.pp;
     if (p.num_gpus % etp_ep_pp != 0)
@@ -140,7 +144,7 @@ void parse_parallelism_spec(std::string_view spec, const std::string& side, Para
     for (const Field& candidate : kFields)
       if (key == candidate.spec_key) f = &candidate;
     if (!f) {
-      problems.add(side + ": unknown key '" + key + "' in '" + std::string(item) + "' (known: tp pp ep etp cp dp)");
+      problems.add(side + ": unknown key '" + key + "' in '" + std::string(item) + "' (known: tp pp ep etp cp dp vpp)");
       continue;
     }
     int parsed = 0;

@@ -153,6 +153,7 @@ Parallelism read_parallelism(const Reader& r, const json& obj, const std::string
   if (r.find(obj, "etp_default") != nullptr) p.etp_default = r.boolean(r.at(obj, path, "etp_default"), key_path(path, "etp_default"));
   p.cp = r.int32_at(obj, path, "cp", 1);
   p.dp = r.int32_at(obj, path, "dp", 0);
+  if (r.find(obj, "vpp") != nullptr) p.vpp = r.int32_at(obj, path, "vpp", 1);
   return p;
 }
 
@@ -193,6 +194,12 @@ void read_inputs(const Reader& r, const json& doc, Plan& plan) {
   if (r.find(o, "linear_key_heads") != nullptr) opt.linear_key_heads = r.int32_at(o, op, "linear_key_heads", 1);
   if (r.find(o, "train_vocab_pad") != nullptr) opt.train_vocab_pad = r.int32_at(o, op, "train_vocab_pad", 1);
   if (r.find(o, "gen_vocab_pad") != nullptr) opt.gen_vocab_pad = r.int32_at(o, op, "gen_vocab_pad", 1);
+  if (r.find(o, "pipeline_layout") != nullptr) opt.pipeline_layout = r.str_at(o, op, "pipeline_layout");
+  if (r.find(o, "account_for_embedding") != nullptr)
+    opt.account_for_embedding = r.boolean(r.at(o, op, "account_for_embedding"), key_path(op, "account_for_embedding"));
+  if (r.find(o, "account_for_loss") != nullptr)
+    opt.account_for_loss = r.boolean(r.at(o, op, "account_for_loss"), key_path(op, "account_for_loss"));
+  if (r.find(o, "train_order") != nullptr) opt.train_order = r.name_at(o, op, "train_order", parse_rank_order);
   if (r.find(o, "gen_expert_placement") != nullptr)  // optional: linear
     opt.gen_expert_placement = r.name_at(o, op, "gen_expert_placement", parse_expert_placement);
 }
@@ -312,7 +319,7 @@ void read_param(const Reader& r, const json& v, const std::string& path, size_t 
   p.path = r.name_at(v, path, "path", parse_path);
   p.pp_stage = r.int32_at(v, path, "pp_stage", 0, std::max(plan.system.train.pp - 1, 0));
   if (r.find(v, "src_dequant") != nullptr) p.src_dequant = r.boolean(r.at(v, path, "src_dequant"), key_path(path, "src_dequant"));
-  p.gen_pp_stage = r.int32_at(v, path, "gen_pp_stage", 0, std::max(plan.system.gen.pp - 1, 0));
+  p.gen_pp_stage = r.int32_at(v, path, "gen_pp_stage", -1, std::max(plan.system.gen.pp - 1, 0));  // -1: every stage
 
   const bool has_transfers = index < transfer_slices.size() && transfer_slices[index].seen;
   const bool has_fanouts = index < fanout_slices.size() && fanout_slices[index].seen;

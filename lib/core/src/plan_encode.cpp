@@ -127,7 +127,7 @@ void write_layout(W& w, const Layout& l) {
 
 template <class W>
 void write_parallelism(W& w, const Parallelism& p) {
-  w.begin_object(7 + (p.etp_default ? 1 : 0));
+  w.begin_object(7 + (p.etp_default ? 1 : 0) + (p.vpp != 1 ? 1 : 0));
   w.key("num_gpus"), w.integer(p.num_gpus);
   w.key("tp"), w.integer(p.tp);
   w.key("pp"), w.integer(p.pp);
@@ -136,6 +136,7 @@ void write_parallelism(W& w, const Parallelism& p) {
   if (p.etp_default) w.key("etp_default"), w.boolean(true);  // written only when so: old plans unchanged
   w.key("cp"), w.integer(p.cp);
   w.key("dp"), w.integer(p.dp);
+  if (p.vpp != 1) w.key("vpp"), w.integer(p.vpp);  // written only when set: old plans unchanged
   w.end_object();
 }
 
@@ -157,7 +158,9 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   w.key("options");
   const bool round_robin = o.gen_expert_placement != ExpertPlacement::Linear;
   w.begin_object(12 + (o.head_dim != 0 ? 1 : 0) + (round_robin ? 1 : 0) + (o.ssm_groups != 0 ? 1 : 0) +
-                 (o.linear_key_heads != 0 ? 1 : 0) + (o.train_vocab_pad != 0 ? 1 : 0) + (o.gen_vocab_pad != 0 ? 1 : 0));
+                 (o.linear_key_heads != 0 ? 1 : 0) + (o.train_vocab_pad != 0 ? 1 : 0) + (o.gen_vocab_pad != 0 ? 1 : 0) +
+                 (!o.pipeline_layout.empty() ? 1 : 0) + (o.account_for_embedding ? 1 : 0) +
+                 (o.account_for_loss ? 1 : 0) + (o.train_order != RankOrder::TpCpEpDpPp ? 1 : 0));
   w.key("bulk"), w.str(to_string(o.bulk));
   w.key("gen_layout"), w.str(to_string(o.gen_layout));
   w.key("fanout"), w.str(to_string(o.fanout));
@@ -180,6 +183,10 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   if (o.linear_key_heads != 0) w.key("linear_key_heads"), w.integer(o.linear_key_heads);
   if (o.train_vocab_pad != 0) w.key("train_vocab_pad"), w.integer(o.train_vocab_pad);
   if (o.gen_vocab_pad != 0) w.key("gen_vocab_pad"), w.integer(o.gen_vocab_pad);
+  if (!o.pipeline_layout.empty()) w.key("pipeline_layout"), w.str(o.pipeline_layout);
+  if (o.account_for_embedding) w.key("account_for_embedding"), w.boolean(true);
+  if (o.account_for_loss) w.key("account_for_loss"), w.boolean(true);
+  if (o.train_order != RankOrder::TpCpEpDpPp) w.key("train_order"), w.str(to_string(o.train_order));
   w.end_object();
   w.end_object();
 }

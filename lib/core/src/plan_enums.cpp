@@ -27,6 +27,8 @@ constexpr Names<GenPrecision, 4> kGenPrecisionNames{{{GenPrecision::Auto, "auto"
 constexpr Names<ScalesPath, 2> kScalesPathNames{{{ScalesPath::Misc, "misc"}, {ScalesPath::Bulk, "bulk"}}};
 constexpr Names<ExpertPlacement, 2> kExpertPlacementNames{
     {{ExpertPlacement::Linear, "linear"}, {ExpertPlacement::RoundRobin, "round_robin"}}};
+constexpr Names<RankOrder, 2> kRankOrderNames{
+    {{RankOrder::TpCpEpDpPp, "tp-cp-ep-dp-pp"}, {RankOrder::TpCpEpPpDp, "tp-cp-ep-pp-dp"}}};
 
 template <class E, size_t N>
 const char* name_of(const Names<E, N>& names, E e) {
@@ -57,6 +59,7 @@ const char* to_string(FanoutMode m) { return name_of(kFanoutModeNames, m); }
 const char* to_string(GenPrecision p) { return name_of(kGenPrecisionNames, p); }
 const char* to_string(ScalesPath s) { return name_of(kScalesPathNames, s); }
 const char* to_string(ExpertPlacement e) { return name_of(kExpertPlacementNames, e); }
+const char* to_string(RankOrder o) { return name_of(kRankOrderNames, o); }
 
 Path parse_path(const std::string& s) { return parse_name(kPathNames, s, "path"); }
 Fanout parse_fanout(const std::string& s) { return parse_name(kFanoutNames, s, "fanout"); }
@@ -67,6 +70,7 @@ GenPrecision parse_gen_precision(const std::string& s) {
   return parse_name(kGenPrecisionNames, s, "gen precision");
 }
 ScalesPath parse_scales_path(const std::string& s) { return parse_name(kScalesPathNames, s, "scales path"); }
+RankOrder parse_rank_order(const std::string& s) { return parse_name(kRankOrderNames, s, "rank order"); }
 ExpertPlacement parse_expert_placement(const std::string& s) {
   return parse_name(kExpertPlacementNames, s, "expert placement");
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
 
 #include "reshard/core/dst_layout.h"
 #include "reshard/core/grouping.h"
@@ -12,6 +13,8 @@
 #include "reshard/core/plan_check.h"
 #include "reshard/core/rules.h"
 #include "reshard/core/stages.h"
+#include "dst_layouts.h"
+#include "megatron_qkv.h"
 #include "names.h"
 #include "planner_bulk.h"
 #include "planner_precision.h"
@@ -22,6 +25,7 @@ namespace {
 
 void hash_parallelism(Hasher& h, const Parallelism& p) {
   for (int v : {p.num_gpus, p.tp, p.pp, p.ep, p.etp, p.cp, p.dp}) h.add(v);
+  if (p.vpp != 1) h.add("vpp").add(p.vpp);  // only when set: older plans keep their fingerprints
 }
 
 std::string fingerprint(const Plan& plan) {
@@ -42,25 +46,40 @@ std::string fingerprint(const Plan& plan) {
   if (o.ssm_groups != 0) h.add("ssm_groups").add(o.ssm_groups);
   if (o.linear_key_heads != 0) h.add("linear_key_heads").add(o.linear_key_heads);
   if (o.train_vocab_pad != 0 || o.gen_vocab_pad != 0) h.add("vocab_pad").add(o.train_vocab_pad).add(o.gen_vocab_pad);
+  if (!o.pipeline_layout.empty()) h.add("pipeline_layout").add(o.pipeline_layout);
+  if (o.account_for_embedding || o.account_for_loss)
+    h.add("account_for").add(o.account_for_embedding ? 1 : 0).add(o.account_for_loss ? 1 : 0);
+  if (o.train_order != RankOrder::TpCpEpDpPp) h.add("train_order").add(to_string(o.train_order));
   // Only when set, so that plans made before precision pairs keep their fingerprints.
   if (o.gen_precision != GenPrecision::Auto || o.scales != ScalesPath::Misc)
     h.add("precision").add(to_string(o.gen_precision)).add(to_string(o.scales));
   return h.hex();
 }
 
-// The train non-expert mesh (tp, dp, pp), the train expert mesh (etp, ep, edp, pp) and the gen
-// mesh (tp, dp) or, with gen PP, (tp, pp, dp) in vLLM's order; for a destination with its own expert
-// mesh (Megatron), the gen expert mesh (etp, ep, edp) in Megatron's expert order.
+// The train non-expert mesh and expert mesh in Megatron's RankGenerator order
+// (megatron/core/parallel_state.py; the leftmost varies fastest): tp-cp-ep-dp-pp gives (tp, dp, pp)
+// (CP folds into dp) and (etp, ep, edp, pp); tp-cp-ep-pp-dp gives (tp, cp, pp, dp) and
+// (etp, ep, pp, edp). The gen mesh (tp, dp) or, with gen PP, (tp, pp, dp) in vLLM's order; for a
+// destination with its own expert mesh (Megatron), the gen expert mesh (etp, ep, edp).
 struct Meshes {
   Mesh train, train_expert, gen, gen_expert;
 };
 
-Meshes build_meshes(const SystemConfig& s, bool gen_expert_mesh) {
+Meshes build_meshes(const SystemConfig& s, bool gen_expert_mesh, RankOrder order) {
   const Parallelism& t = s.train;
   const Parallelism& g = s.gen;
   Meshes m;
-  m.train = make_mesh({{"tp", t.tp}, {"dp", t.num_gpus / (t.tp * t.pp)}, {"pp", t.pp}}, 0);
-  m.train_expert = make_mesh({{"etp", t.etp}, {"ep", t.ep}, {"edp", t.edp()}, {"pp", t.pp}}, 0);
+  if (order == RankOrder::TpCpEpPpDp) {
+    std::vector<std::pair<std::string, int>> dims{{"tp", t.tp}};
+    if (t.cp > 1) dims.push_back({"cp", t.cp});
+    dims.push_back({"pp", t.pp});
+    dims.push_back({"dp", t.num_gpus / (t.tp * t.cp * t.pp)});
+    m.train = make_mesh(dims, 0);
+    m.train_expert = make_mesh({{"etp", t.etp}, {"ep", t.ep}, {"pp", t.pp}, {"edp", t.edp()}}, 0);
+  } else {
+    m.train = make_mesh({{"tp", t.tp}, {"dp", t.num_gpus / (t.tp * t.pp)}, {"pp", t.pp}}, 0);
+    m.train_expert = make_mesh({{"etp", t.etp}, {"ep", t.ep}, {"edp", t.edp()}, {"pp", t.pp}}, 0);
+  }
   const int gen_dp = g.num_gpus / (g.tp * g.pp);
   if (g.pp > 1)
     m.gen = make_mesh({{"tp", g.tp}, {"pp", g.pp}, {"dp", gen_dp}}, t.num_gpus);
@@ -88,6 +107,8 @@ struct Classified {
 };
 
 Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& options, bool transfers);
+
+constexpr int kEveryStage = -1;  // a param every gen PP stage holds (ParamPlan::gen_pp_stage)
 
 }  // namespace
 
@@ -147,15 +168,45 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
   const std::vector<int>& mtp = options.mtp_layers;
   auto is_mtp_layer = [&](int l) { return std::find(mtp.begin(), mtp.end(), l) != mtp.end(); };
   int max_layer = -1;
+  std::set<int> mtp_modules;  // "mtp.layers.K" of models that name their MTP module so
   for (const LogicalParam& p : logical) {
+    if (names::pre_process_module(p.name)) continue;  // a vision tower's own "layers.N"
     const int l = layer_index(p.name);
-    if (l >= 0 && !is_mtp_layer(l)) max_layer = std::max(max_layer, l);
+    if (names::starts_with(p.name, "mtp.")) {
+      if (l >= 0) mtp_modules.insert(l);
+    } else if (l >= 0 && !is_mtp_layer(l)) {
+      max_layer = std::max(max_layer, l);
+    }
   }
   const int layers = max_layer + 1;
   const Parallelism& tp = system.train;
   const Parallelism& gp = system.gen;
-  std::vector<int> train_stage_of, gen_stage_of;
+  // megatron/core/parallel_state.py RankGenerator: with pp before dp, the expert and dense dp sizes
+  // must agree ("When not using pp-last rank ordering, the data parallel size of the attention and
+  // moe layers must be the same").
+  if (options.train_order == RankOrder::TpCpEpPpDp && tp.pp > 1 && tp.etp > 0 && tp.ep > 0 && tp.tp > 0 &&
+      static_cast<int64_t>(tp.etp) * tp.ep != static_cast<int64_t>(tp.tp) * tp.cp)
+    problems.add("--train-order tp-cp-ep-pp-dp needs etp x ep = tp x cp (the expert and dense data parallel sizes "
+                 "agree), got etp=" + std::to_string(tp.etp) + ", ep=" + std::to_string(tp.ep) + ", tp=" +
+                 std::to_string(tp.tp) + ", cp=" + std::to_string(tp.cp) + " (megatron/core/parallel_state.py)");
+  MegatronPipeline pipeline;
+  pipeline.pp = tp.pp;
+  pipeline.vpp = tp.vpp;
+  pipeline.first = options.first_stage_layers;
+  pipeline.last = options.last_stage_layers;
+  pipeline.account_for_embedding = options.account_for_embedding;
+  pipeline.account_for_loss = options.account_for_loss;
+  pipeline.layout = options.pipeline_layout;
+  pipeline.mtp_layers = static_cast<int>(mtp.empty() ? mtp_modules.size() : mtp.size());
+  TrainStages train_stages;
+  train_stages.output = train_stages.final_norm = train_stages.mtp = std::max(tp.pp, 1) - 1;
+  std::vector<int>& train_stage_of = train_stages.layer;
+  std::vector<int> gen_stage_of;
   if (!options.layer_to_stage.empty()) {
+    if (!options.pipeline_layout.empty() || options.account_for_embedding || options.account_for_loss ||
+        tp.vpp > 1)
+      problems.add("--layer-map gives every layer's stage: it cannot be combined with --pipeline-layout, "
+                   "--account-for-embedding/--account-for-loss or vpp");
     train_stage_of = options.layer_to_stage;
     if (static_cast<int>(train_stage_of.size()) != layers)
       problems.add("--layer-map covers " + std::to_string(train_stage_of.size()) + " layers, the model has " +
@@ -165,7 +216,7 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
         problems.add("--layer-map: layer " + std::to_string(l) + " -> stage " + std::to_string(train_stage_of[l]) +
                      " is outside pp=" + std::to_string(tp.pp));
   } else if (tp.pp > 0) {
-    train_stage_of = megatron_layer_stages(layers, tp.pp, options.first_stage_layers, options.last_stage_layers, problems);
+    train_stages = megatron_train_stages(layers, pipeline, problems);
   }
   if (gp.pp > 1 && layers < gp.pp)
     problems.add("gen: pp=" + std::to_string(gp.pp) + " exceeds the " + std::to_string(layers) + " decoder layers");
@@ -217,6 +268,23 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     }
   }
 
+  // Megatron's linear_qkv on the train side (--bulk all): whole query groups per TP rank, or with
+  // tp > groups each rank's contiguous chunk of the fused rows (megatron_qkv.h). Without a head dim
+  // (no q_norm / --head-dim) the groups are unknown and assumed divisible by tp.
+  std::map<std::string, QkvShape> train_qkv;
+  if (options.bulk == BulkMode::All && tp.tp > 1) {
+    std::string from;
+    const int64_t head_dim = find_head_dim(logical, options, from);
+    Problems qkv_problems;  // a Megatron destination reports the same shapes
+    train_qkv = qkv_shapes(logical, head_dim, from, qkv_problems);
+    if (options.gen_layout != GenLayout::Megatron)
+      for (const std::string& p : qkv_problems.list()) problems.add(p);
+    GroupedProblems refused;
+    for (const auto& [prefix, shape] : train_qkv)
+      if (const std::string why = qkv_tp_problem(shape, tp.tp, "train"); !why.empty()) refused.add(why, prefix);
+    refused.flush(problems);
+  }
+
   // Classify and check the expert counts against EP.
   std::vector<Classified> params;
   params.reserve(logical.size());
@@ -249,13 +317,24 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     }
     for (int d : {c.rule.train_tp_dim, c.rule.gen_tp_dim})
       if (d >= p.shape.n) problems.add(p.name + ": shard dim " + std::to_string(d) + " is outside its shape " + p.shape.str());
-    const int last_train = std::max(tp.pp, 1) - 1, last_gen = std::max(gp.pp, 1) - 1;
-    if (l >= 0 && !mtp_param) {
+    const int last_gen = std::max(gp.pp, 1) - 1;
+    if (names::pre_process_module(p.name)) {
+      c.train_stage = train_stages.embedding;  // Megatron: the first stage only
+      c.gen_stage = gp.pp > 1 ? kEveryStage : 0;  // vLLM: every stage
+    } else if (l >= 0 && !mtp_param) {
       c.train_stage = l < static_cast<int>(train_stage_of.size()) ? train_stage_of[l] : 0;
       c.gen_stage = l < static_cast<int>(gen_stage_of.size()) ? gen_stage_of[l] : 0;
-    } else if (mtp_param || p.name.find("embed") == std::string::npos) {
-      // Final norm, lm_head and MTP live on the last stage (Megatron); embeddings on the first.
-      c.train_stage = last_train;
+    } else if (mtp_param) {
+      c.train_stage = train_stages.mtp;
+      c.gen_stage = last_gen;
+    } else if (names::contains(p.name, "embed")) {
+      c.train_stage = train_stages.embedding;
+    } else {
+      // lm_head on post_process's stage; the final norm beside the last decoder layer when MTP follows
+      // (transformer_block.py has_final_layernorm_in_this_stage).
+      const bool output = names::starts_with(p.name, "lm_head.") || names::contains(p.name, ".lm_head.") ||
+                          names::contains(p.name, "output_layer.");
+      c.train_stage = output ? train_stages.output : train_stages.final_norm;
       c.gen_stage = last_gen;
     }
     c.param = std::move(p);
@@ -279,7 +358,7 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
   plan.options = options;
   plan.fingerprint = fingerprint(plan);
 
-  const Meshes meshes = build_meshes(system, dst_layout->expert_mesh());
+  const Meshes meshes = build_meshes(system, dst_layout->expert_mesh(), options.train_order);
   // Groups: 0 = misc (everyone), then one bulk group per train stage.
   {
     CommGroup misc{"misc", -1, {}};
@@ -314,7 +393,8 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
       const bool expert = c.rule.expert;
       Mesh src_mesh = (expert ? meshes.train_expert : meshes.train).slice("pp", c.train_stage);
       const bool gen_expert_mesh = expert && dst_layout->expert_mesh();
-      Mesh dst_mesh = (gen_expert_mesh ? meshes.gen_expert : meshes.gen).slice("pp", c.gen_stage);
+      const Mesh& gen_mesh = gen_expert_mesh ? meshes.gen_expert : meshes.gen;
+      Mesh dst_mesh = c.gen_stage == kEveryStage ? gen_mesh : gen_mesh.slice("pp", c.gen_stage);
       std::map<std::string, Placement> src_p, dst_p;
       if (expert) {
         src_p["ep"] = Placement::shard(0);
@@ -328,6 +408,11 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
       } else {
         if (c.rule.train_tp_dim >= 0) src_p["tp"] = Placement::shard(c.rule.train_tp_dim);
         if (c.rule.gen_tp_dim >= 0) dst_p["tp"] = Placement::shard(c.rule.gen_tp_dim);
+      }
+      if (c.rule.rule == "attn_qkv" && !train_qkv.empty()) {
+        const names::QkvPart part = names::qkv_part(pp.name);
+        auto s = part.at == std::string::npos ? train_qkv.end() : train_qkv.find(pp.name.substr(0, part.at));
+        if (s != train_qkv.end()) src_p["tp"] = qkv_placement(s->second, part.which, tp.tp);
       }
       // Mamba2 in_proj / conv1d: per section on Megatron's side and on an engine destination.
       if (c.rule.rule == "ssm_in" || c.rule.rule == "ssm_conv") {
@@ -387,11 +472,8 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
   finalize_fused_storages(plan);
   // The destination's pieces must fit the dst shards (Megatron: whole query groups on every rank).
   const DstMap dst_map(plan);
-  const std::string hint = options.gen_layout == GenLayout::Megatron
-                               ? " (linear_qkv needs the query groups divisible by gen tp)"
-                               : "";
   for (const std::string& p : dst_map.problems())
-    problems.add("--gen-layout " + std::string(to_string(options.gen_layout)) + ": " + p + hint);
+    problems.add("--gen-layout " + std::string(to_string(options.gen_layout)) + ": " + p);
   problems.throw_if_any("invalid reshard configuration:");
   name_scale_storages(plan);
   if (!transfers) return plan;

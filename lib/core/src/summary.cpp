@@ -4,7 +4,12 @@
 #include <cstdio>
 #include <sstream>
 
+#include <map>
+#include <set>
+
+#include "names.h"
 #include "reshard/core/after_loading.h"
+#include "reshard/core/rules.h"
 #include "reshard/core/error.h"
 #include "reshard/core/units.h"
 
@@ -41,6 +46,7 @@ std::string parallelism_text(const Parallelism& p, bool train) {
   if (train) s += " etp=" + std::to_string(p.etp) + (p.etp_default ? " (Megatron's default: tp)" : "") + " cp=" + std::to_string(p.cp);
   s += " dp=" + std::to_string(p.dp);
   if (train && p.etp * p.ep * p.pp > 0) s += " edp=" + std::to_string(p.edp());
+  if (p.vpp != 1) s += " vpp=" + std::to_string(p.vpp);
   return s;
 }
 
@@ -55,6 +61,7 @@ Json parallelism_json(const Parallelism& p, bool train) {
   j["cp"] = p.cp;
   j["dp"] = p.dp;
   if (train && p.etp * p.ep * p.pp > 0) j["edp"] = p.edp();
+  if (p.vpp != 1) j["vpp"] = p.vpp;
   return j;
 }
 
@@ -66,6 +73,10 @@ std::string options_text(const PlanOptions& o) {
   if (o.first_stage_layers) s += " first-stage-layers=" + std::to_string(o.first_stage_layers);
   if (o.last_stage_layers) s += " last-stage-layers=" + std::to_string(o.last_stage_layers);
   if (!o.layer_to_stage.empty()) s += " layer-map=(" + std::to_string(o.layer_to_stage.size()) + " layers)";
+  if (!o.pipeline_layout.empty()) s += " pipeline-layout=" + o.pipeline_layout;
+  if (o.account_for_embedding) s += " account-for-embedding";
+  if (o.account_for_loss) s += " account-for-loss";
+  s += std::string(" train-order=") + to_string(o.train_order);
   if (!o.rules_json.empty()) s += " rules=(custom)";
   if (o.head_dim) s += " head-dim=" + std::to_string(o.head_dim);
   if (o.ssm_groups) s += " ssm-groups=" + std::to_string(o.ssm_groups);
@@ -88,8 +99,47 @@ Json options_json(const PlanOptions& o) {
   j["first_stage_layers"] = o.first_stage_layers;
   j["last_stage_layers"] = o.last_stage_layers;
   j["layer_to_stage"] = o.layer_to_stage;
+  j["pipeline_layout"] = o.pipeline_layout;
+  j["account_for_embedding"] = o.account_for_embedding;
+  j["account_for_loss"] = o.account_for_loss;
+  j["train_order"] = to_string(o.train_order);
   j["custom_rules"] = !o.rules_json.empty();
   return j;
+}
+
+// Per train PP stage: its decoder layers as ranges and the other modules it holds, e.g.
+// "0: layers 0-7,16-23 +embeddings; 1: layers 8-15,24-31 +final norm +lm_head".
+std::string train_stages_text(const Plan& plan) {
+  std::map<int, std::set<int>> layers;
+  std::map<int, std::set<std::string>> extras;
+  for (const ParamPlan& p : plan.params) {
+    const std::string& n = p.name;
+    const int l = layer_index(n);
+    const bool mtp = names::starts_with(n, "mtp.") ||
+                     std::find(plan.options.mtp_layers.begin(), plan.options.mtp_layers.end(), l) !=
+                         plan.options.mtp_layers.end();
+    if (names::pre_process_module(n)) extras[p.pp_stage].insert("vision");
+    else if (mtp) extras[p.pp_stage].insert("mtp");
+    else if (l >= 0) layers[p.pp_stage].insert(l);
+    else if (names::contains(n, "embed")) extras[p.pp_stage].insert("embeddings");
+    else if (names::starts_with(n, "lm_head.") || names::contains(n, ".lm_head.")) extras[p.pp_stage].insert("lm_head");
+    else extras[p.pp_stage].insert("final norm");
+  }
+  std::string out;
+  for (int s = 0; s < plan.system.train.pp; ++s) {
+    out += (s ? "; " : "") + std::to_string(s) + ":";
+    std::string ranges;
+    const std::set<int>& ls = layers[s];
+    for (auto it = ls.begin(); it != ls.end();) {
+      const int lo = *it;
+      int hi = lo;
+      while (++it != ls.end() && *it == hi + 1) ++hi;
+      ranges += (ranges.empty() ? "" : ",") + std::to_string(lo) + (hi > lo ? "-" + std::to_string(hi) : "");
+    }
+    if (!ranges.empty()) out += " layers " + ranges;
+    for (const std::string& e : extras[s]) out += " +" + e;
+  }
+  return out;
 }
 
 std::string percent(double fraction) { return fmt("%.1f %%", fraction * 100); }
@@ -211,6 +261,7 @@ std::string format_summary(const Plan& plan, const PlanStats& st) {
   row("gen", parallelism_text(plan.system.gen, plan.options.gen_layout == GenLayout::Megatron) + "  ranks " + std::to_string(plan.train_world()) +
                  ".." + std::to_string(plan.world() - 1));
   row("options", options_text(plan.options));
+  if (plan.system.train.pp > 1) row("train pp", train_stages_text(plan));
   row("params", std::to_string(st.bulk_params + st.misc_params) + ": " + std::to_string(st.bulk_params) +
                     " bulk (" + std::to_string(st.uneven_params) + " uneven), " +
                     std::to_string(st.misc_params) + " misc");
@@ -267,7 +318,8 @@ std::string format_param(const Plan& plan, uint32_t index, size_t max_transfers)
     precision += "lands as MXFP8 (e4m3 + E8M0 scales in " + scales + "), quantized on receive";
   }
   if (!precision.empty()) row("precision", precision);
-  row("stage", "train pp " + std::to_string(p.pp_stage) + ", gen pp " + std::to_string(p.gen_pp_stage));
+  row("stage", "train pp " + std::to_string(p.pp_stage) + ", gen pp " +
+                   (p.gen_pp_stage < 0 ? std::string("every stage") : std::to_string(p.gen_pp_stage)));
   if (p.path == Path::Misc) {
     if (p.bucket >= 0 && static_cast<size_t>(p.bucket) < plan.buckets.size()) {
       const MiscBucket& b = plan.buckets[static_cast<size_t>(p.bucket)];

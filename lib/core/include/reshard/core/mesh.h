@@ -46,17 +46,24 @@ Mesh make_mesh(const std::vector<std::pair<std::string, int>>& inner_first, int 
 //                       groups [c G / size, (c + 1) G / size) and its local tensor is section-major: the
 //                       a-rows of each held group, then the b-rows, ... (Megatron-Core's GatedDeltaNet
 //                       in_proj over HF's per-key-head in_proj_qkvz)
+//   "S(d,fused=[G,b,r,a])"  the dim is the r-row part of each of G groups in a fused tensor whose groups
+//                       are b + r + a rows (the part after b rows); the fused tensor is cut in equal
+//                       contiguous chunks over the mesh dim and a coordinate's local tensor is its whole
+//                       chunk, this part's rows at their places in it, the other rows its partners'
+//                       (Megatron-Core's linear_qkv when tp > query groups: q, k or v of [q_g; k_g; v_g])
 struct Placement {
-  enum class Cut : uint8_t { Chunk, Blocks, Pad, Balanced, Cyclic, Sections, Groups };
+  enum class Cut : uint8_t { Chunk, Blocks, Pad, Balanced, Cyclic, Sections, Groups, Fused };
   int shard_dim = -1;  // -1: Replicate
   Cut cut = Cut::Chunk;
   int64_t count = 0;              // Blocks: k; Pad: P; Groups: G
-  std::vector<int64_t> sections;  // Sections (< 0: that many rows, replicated)
+  std::vector<int64_t> sections;  // Sections (< 0: that many rows, replicated); Fused: {b, r, a}
 
   bool replicate() const { return shard_dim < 0; }
   bool plain() const { return replicate() || cut == Cut::Chunk; }
   // One contiguous run per coordinate (false: cyclic and sections give several).
-  bool contiguous() const { return cut != Cut::Cyclic && cut != Cut::Sections && cut != Cut::Groups; }
+  bool contiguous() const {
+    return cut != Cut::Cyclic && cut != Cut::Sections && cut != Cut::Groups && cut != Cut::Fused;
+  }
   std::string str() const;  // "S(0)", "S(0,blocks=4)", ..., or "R"
   static Placement parse(const std::string& s);  // throws Error(Config)
   // Problems of this placement on a tensor dim of `extent` over a mesh dim of `size` ("" when none).
@@ -74,6 +81,9 @@ struct Placement {
   static Placement split(int dim, std::vector<int64_t> sections) { return Placement{dim, Cut::Sections, 0, std::move(sections)}; }
   static Placement grouped(int dim, int64_t groups, std::vector<int64_t> sections) {
     return Placement{dim, Cut::Groups, groups, std::move(sections)};
+  }
+  static Placement fused(int dim, int64_t groups, int64_t before, int64_t rows, int64_t after) {
+    return Placement{dim, Cut::Fused, groups, {before, rows, after}};
   }
 };
 

@@ -18,6 +18,8 @@ struct Parallelism {
   int cp = 1;
   int dp = 0;  // derived by validate(); a given dp must agree
   bool etp_default = false;  // etp came from Megatron's default (tp), not from the user
+  // Virtual pipeline stages per pp rank (Megatron's virtual_pipeline_model_parallel_size; train only).
+  int vpp = 1;
   // Expert data parallel size on the train side: num_gpus / (etp * ep * pp).
   int edp() const { return num_gpus / (etp * ep * pp); }
 };
@@ -26,10 +28,10 @@ struct SystemConfig {
   Parallelism train, gen;
 };
 
-// Parses "tp=2,pp=1,ep=4" into `p` (keys: tp pp ep etp cp dp). Every problem goes into `problems`,
+// Parses "tp=2,pp=1,ep=4" into `p` (keys: tp pp ep etp cp dp vpp). Every problem goes into `problems`,
 // prefixed with `side` ("train"/"gen").
 void parse_parallelism_spec(std::string_view spec, const std::string& side, Parallelism& p, Problems& problems);
-// Reads {"train": {"num_gpus", "tp_size", "pp_size", "ep_size", "cp_size", "dp_size", "etp_size"?},
+// Reads {"train": {"num_gpus", "tp_size", "pp_size", "ep_size", "cp_size", "dp_size", "etp_size"?, "vpp_size"?},
 // "generation": {...}}. Throws Error(Config) naming the file, key and position.
 SystemConfig load_system_json(const std::string& path);
 SystemConfig parse_system_json(std::string_view text, const std::string& origin);

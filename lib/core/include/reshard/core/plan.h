@@ -30,6 +30,9 @@ enum class ScalesPath : uint8_t { Misc, Bulk };
 // --gen-expert-placement: which global experts a vLLM EP rank holds (fused_moe/layer.py
 // determine_expert_map): linear (contiguous, the first E % ep ranks one more) or round_robin (e % ep).
 enum class ExpertPlacement : uint8_t { Linear, RoundRobin };
+// --train-order: Megatron's RankGenerator order (megatron/training/initialize.py: tp-cp-ep-dp-pp, or
+// tp-cp-ep-pp-dp with --use-tp-pp-dp-mapping); the leftmost varies fastest.
+enum class RankOrder : uint8_t { TpCpEpDpPp, TpCpEpPpDp };
 
 struct PlanOptions {
   BulkMode bulk = BulkMode::Ffn;
@@ -51,7 +54,11 @@ struct PlanOptions {
   // --train-vocab-pad / --gen-vocab-pad: Megatron's make_vocab_size_divisible_by (the vocab padded to a
   // multiple of N x tp, megatron/training/vocab_utils.py calculate_padded_vocab_size); 0: no padding,
   // Megatron-Bridge's default (should_pad_vocab False). gen: Megatron destinations only.
-  int train_vocab_pad = 0, gen_vocab_pad = 0;  // --linear-key-heads: gated delta net key heads (config.json linear_num_key_heads); 0: unknown  // --ssm-groups: Mamba2 n_groups (config.json), for the TP cut of in_proj / conv1d; 0: unknown
+  int train_vocab_pad = 0, gen_vocab_pad = 0;
+  // Megatron's pipeline split beyond first/last stage layers (train side; stages.h).
+  std::string pipeline_layout;  // --pipeline-layout: pipeline_model_parallel_layout; empty: none
+  bool account_for_embedding = false, account_for_loss = false;  // *_in_pipeline_split
+  RankOrder train_order = RankOrder::TpCpEpDpPp;  // --linear-key-heads: gated delta net key heads (config.json linear_num_key_heads); 0: unknown  // --ssm-groups: Mamba2 n_groups (config.json), for the TP cut of in_proj / conv1d; 0: unknown
 };
 
 // One bulk point-to-point transfer of a box of one param. Offsets are element coordinates.
@@ -84,7 +91,7 @@ struct ParamPlan {
   Dims shape;
   Path path = Path::Misc;
   int pp_stage = 0;      // train PP stage that owns it
-  int gen_pp_stage = 0;  // gen PP stage that holds it
+  int gen_pp_stage = 0;  // gen PP stage that holds it; -1: every stage (vLLM's vision towers)
 
   // Bulk only.
   Layout src, dst;
@@ -161,5 +168,6 @@ const char* to_string(FanoutMode m);
 const char* to_string(GenPrecision p);
 const char* to_string(ScalesPath s);
 const char* to_string(ExpertPlacement e);
+const char* to_string(RankOrder o);
 
 }  // namespace reshard

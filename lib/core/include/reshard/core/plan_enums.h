@@ -15,5 +15,6 @@ FanoutMode parse_fanout_mode(const std::string& s);  // "auto" | "direct" | "two
 GenPrecision parse_gen_precision(const std::string& s);  // "auto" | "bf16" | "fp8" | "mxfp8"
 ScalesPath parse_scales_path(const std::string& s);      // "misc" | "bulk"
 ExpertPlacement parse_expert_placement(const std::string& s);  // "linear" | "round_robin"
+RankOrder parse_rank_order(const std::string& s);  // "tp-cp-ep-dp-pp" | "tp-cp-ep-pp-dp"
 
 }  // namespace reshard
