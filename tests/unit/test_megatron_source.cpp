@@ -177,3 +177,45 @@ TEST(MegatronSource, VisionTowerOnTheFirstStage) {
 
 }  // namespace
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// Output-gated attention (vllm-qwen3-next: q_proj 128 rows = 2 x o_proj's 64, head dim 16, 4 heads,
+// 2 groups). HF q_proj per head [q_h; z_h] (modeling_qwen3_next.py Qwen3NextAttention.forward);
+// Megatron's linear_qkv per group [q heads; z heads; k; v] (attention.py
+// get_query_key_value_tensors; Megatron-Bridge QKVMapping merge_qkv_weights with
+// attention_output_gate): group 0 = q_proj [0:16] [32:48] (q0, q1), [16:32] [48:64] (z0, z1), k, v.
+TEST(MegatronSource, OutputGatedLinearQkv) {
+  PlanOptions o = all(GenLayout::Megatron, 0);
+  o.exclude = {"linear_attn"};  // the gated delta net layer has its own tests
+  const Plan plan = plan_of("vllm-qwen3-next.json", 2, par("tp=2"), 2, par("tp=2"), o);
+  const std::string a = "model.layers.1.self_attn.", qkv = "decoder.layers.1.self_attention.linear_qkv.weight";
+  expect_rank(plan, 2, {{qkv, "[96, 64]",
+                         {{a + "q_proj.weight", "[0:16, 0:64]", "[0, 0]"},
+                          {a + "q_proj.weight", "[32:48, 0:64]", "[16, 0]"},
+                          {a + "q_proj.weight", "[16:32, 0:64]", "[32, 0]"},
+                          {a + "q_proj.weight", "[48:64, 0:64]", "[48, 0]"},
+                          {a + "k_proj.weight", "[0:16, 0:64]", "[64, 0]"},
+                          {a + "v_proj.weight", "[0:16, 0:64]", "[80, 0]"}}}});
+  expect_rank(plan, 3, {{qkv, "[96, 64]",
+                         {{a + "q_proj.weight", "[64:80, 0:64]", "[0, 0]"},
+                          {a + "q_proj.weight", "[96:112, 0:64]", "[16, 0]"},
+                          {a + "q_proj.weight", "[80:96, 0:64]", "[32, 0]"},
+                          {a + "q_proj.weight", "[112:128, 0:64]", "[48, 0]"},
+                          {a + "k_proj.weight", "[16:32, 0:64]", "[64, 0]"},
+                          {a + "v_proj.weight", "[16:32, 0:64]", "[80, 0]"}}}});
+  // gen tp 4 > 2 groups: 48 fused rows each; rank 0 = group 0's [q0; q1; z0] = q_proj [0:16] [32:48] [16:32].
+  const Plan four = plan_of("vllm-qwen3-next.json", 2, par("tp=2"), 4, par("tp=4"), o);
+  expect_rank(four, 2, {{qkv, "[48, 64]",
+                         {{a + "q_proj.weight", "[0:16, 0:64]", "[0, 0]"},
+                          {a + "q_proj.weight", "[32:48, 0:64]", "[16, 0]"},
+                          {a + "q_proj.weight", "[16:32, 0:64]", "[32, 0]"}}}});
+  expect_rank(four, 3, {{qkv, "[48, 64]",
+                         {{a + "q_proj.weight", "[48:64, 0:64]", "[0, 0]"},
+                          {a + "k_proj.weight", "[0:16, 0:64]", "[16, 0]"},
+                          {a + "v_proj.weight", "[0:16, 0:64]", "[32, 0]"}}}});
+}
+
+}  // namespace
+}  // namespace reshard

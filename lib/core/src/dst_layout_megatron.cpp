@@ -62,14 +62,14 @@ class MegatronLayout final : public DestinationLayout {
     refused.flush(problems);
   }
 
-  // tp > query groups: each rank's contiguous chunk of the fused rows (megatron_qkv.h).
+  // tp > query groups or a gated q: each rank's contiguous chunk of the fused rows (megatron_qkv.h).
   void place(const std::string& name, const Dims&, const ParamRule& rule,
              std::map<std::string, Placement>& dst) const override {
-    if (rule.rule != "attn_qkv" || tp_ <= 1) return;
+    if (rule.rule != "attn_qkv") return;
     const names::QkvPart part = names::qkv_part(name);
     if (part.at == std::string::npos) return;
     auto s = qkv_.find(name.substr(0, part.at));
-    if (s != qkv_.end()) dst["tp"] = qkv_placement(s->second, part.which, tp_);
+    if (s != qkv_.end() && !qkv_interleaves(s->second, tp_)) dst["tp"] = qkv_placement(s->second, part.which, tp_, true);
   }
 
   StorageAssignment assign(const std::string& name, const ParamRule& rule, int ndim) const override {
@@ -95,7 +95,7 @@ class MegatronLayout final : public DestinationLayout {
       auto g = qkv_.find(prefix);
       if (g == qkv_.end()) return a;  // no k_proj: not a GQA block, keep the param's own tensor
       a.storage = megatron_path(prefix) + "self_attention.linear_qkv." + part.suffix;
-      if (g->second.groups % std::max(tp_, 1) != 0) return a;  // fused chunks: the cut places the rows
+      if (!qkv_interleaves(g->second, tp_)) return a;  // fused chunks: the cut places the rows
       a.fuse_dim = 0;
       a.fuse_index = part.which;
       a.fuse_groups = static_cast<int>(g->second.groups);

@@ -9,6 +9,8 @@ std::map<std::string, QkvShape> qkv_shapes(const std::vector<LogicalParam>& para
   std::map<std::string, QkvShape> out;
   if (head_dim <= 0) return out;
   std::map<std::string, const LogicalParam*> q, k, v;  // attention prefix -> weight
+  std::map<std::string, const LogicalParam*> by_name;
+  for (const LogicalParam& p : params) by_name.emplace(p.name, &p);
   for (const LogicalParam& p : params) {
     const names::QkvPart part = names::qkv_part(p.name);
     if (part.at == std::string::npos || part.suffix != "weight" || p.shape.n != 2) continue;
@@ -41,7 +43,17 @@ std::map<std::string, QkvShape> qkv_shapes(const std::vector<LogicalParam>& para
               qi->second->name);
       continue;
     }
-    out[prefix] = QkvShape{groups, q_rows / groups, head_dim};
+    QkvShape shape{groups, q_rows / groups, head_dim, false};
+    const std::string module = names::qkv_part(kp->name).module;
+    if (auto o = by_name.find(prefix + module + "o_proj.weight"); o != by_name.end() && o->second->shape.n == 2)
+      shape.gated = q_rows == 2 * o->second->shape[1];
+    if (shape.gated && (q_rows / 2) % (groups * head_dim) != 0) {
+      bad.add("q_proj: " + std::to_string(q_rows) + " gated rows are not " + std::to_string(groups) +
+                  " query groups of whole [q; gate] heads of " + hd,
+              qi->second->name);
+      continue;
+    }
+    out[prefix] = shape;
   }
   bad.flush(problems);
   return out;
@@ -56,12 +68,23 @@ std::string qkv_tp_problem(const QkvShape& s, int tp, const std::string& side) {
          "megatron/core/transformer/transformer_config.py)";
 }
 
-Placement qkv_placement(const QkvShape& s, int which, int tp) {
-  if (s.groups % tp == 0) return Placement::shard(0);
-  const int64_t rows[] = {s.q_rows, s.head_dim, s.head_dim};
-  const int64_t before = which == 0 ? 0 : which == 1 ? s.q_rows : s.q_rows + s.head_dim;
-  const int64_t period = s.q_rows + 2 * s.head_dim;
-  return Placement::fused(0, s.groups, before, rows[which], period - before - rows[which]);
+bool qkv_interleaves(const QkvShape& s, int tp) { return s.groups % tp == 0 && !s.gated; }
+
+Placement qkv_placement(const QkvShape& s, int which, int tp, bool exact) {
+  if (!exact && s.groups % tp == 0) return Placement::shard(0);
+  const int64_t period = s.q_rows + 2 * s.head_dim, hd = s.head_dim;
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (rows, position in the fused group)
+  if (which == 1) {
+    runs = {{hd, s.q_rows}};
+  } else if (which == 2) {
+    runs = {{hd, s.q_rows + hd}};
+  } else if (!s.gated) {
+    runs = {{s.q_rows, 0}};
+  } else {  // HF head j: q_j then z_j; Megatron: all q heads, then all z heads
+    const int64_t n = s.q_rows / (2 * hd);
+    for (int64_t j = 0; j < n; ++j) runs.insert(runs.end(), {{hd, j * hd}, {hd, (n + j) * hd}});
+  }
+  return Placement::fused(0, s.groups, period, runs);
 }
 
 }  // namespace reshard

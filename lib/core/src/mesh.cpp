@@ -118,13 +118,21 @@ std::vector<Segment> segments(const Placement& p, int64_t n, int size, int c, in
       break;
     }
     case Cut::Fused: {
-      const int64_t before = p.sections[0], rows = p.sections[1], period = before + rows + p.sections[2];
+      const int64_t period = p.sections[0];
+      int64_t rows = 0;  // this tensor's rows per group
+      for (size_t i = 1; i + 1 < p.sections.size(); i += 2) rows += p.sections[i];
       const int64_t chunk = p.count * period / size, begin = c * chunk, end = begin + chunk;
       local = chunk;
       for (int64_t g = begin / period; g < p.count && g * period < end; ++g) {
-        const int64_t lo = std::max(begin, g * period + before), hi = std::min(end, g * period + before + rows);
-        if (lo < hi) out.push_back({g * rows + lo - g * period - before, g * rows + hi - g * period - before, lo - begin});
+        int64_t own = g * rows;  // the run's first row in this tensor
+        for (size_t i = 1; i + 1 < p.sections.size(); i += 2) {
+          const int64_t len = p.sections[i], at = g * period + p.sections[i + 1];
+          const int64_t lo = std::max(begin, at), hi = std::min(end, at + len);
+          if (lo < hi) out.push_back({own + lo - at, own + hi - at, lo - begin});
+          own += len;
+        }
       }
+      std::sort(out.begin(), out.end(), [](const Segment& a, const Segment& b) { return a.at < b.at; });
       break;
     }
     case Cut::Sections: {
@@ -204,7 +212,7 @@ Placement Placement::parse(const std::string& s) {
   auto bad = [&]() {
     return config_error("bad placement '" + s + "' (expected \"R\" or \"S(d)\" with d < " + std::to_string(kMaxDims) +
                         ", optionally \"S(d,blocks=k)\", \"S(d,pad=P)\", \"S(d,balanced)\", \"S(d,cyclic)\" or "
-                        "\"S(d,sections=[a,b,...])\", \"S(d,groups=G,sections=[a,b,...])\", \"S(d,fused=[G,b,r,a])\")");
+                        "\"S(d,sections=[a,b,...])\", \"S(d,groups=G,sections=[a,b,...])\", \"S(d,fused=[G,P,l0,a0,...])\")");
   };
   if (s.size() < 4 || s.rfind("S(", 0) != 0 || s.back() != ')') throw bad();
   const std::string body = s.substr(2, s.size() - 3);
@@ -240,9 +248,9 @@ Placement Placement::parse(const std::string& s) {
       if (next == std::string::npos) break;
       at = next + 1;
     }
-    if (xs.size() != 4 || xs[0] <= 0 || xs[2] <= 0) throw bad();
+    if (xs.size() < 4 || xs.size() % 2 != 0 || xs.size() > 2 + 2 * 1024 || xs[0] <= 0 || xs[1] <= 0) throw bad();
     p.count = xs[0];
-    p.sections = {xs[1], xs[2], xs[3]};
+    p.sections.assign(xs.begin() + 1, xs.end());
   } else if (auto padded = value("pad=")) {
     p.cut = Cut::Pad;
     if (!parse_count(*padded, p.count)) throw bad();
@@ -282,8 +290,8 @@ std::string Placement::check(int64_t extent, int size) const {
   // A rank's pieces are listed one by one: bound them (a hand-edited plan must not ask for billions).
   constexpr int64_t kMaxPieces = int64_t{1} << 16;
   if ((cut == Cut::Cyclic && extent / std::max(size, 1) > kMaxPieces) ||
-      ((cut == Cut::Groups || cut == Cut::Fused) &&
-       count * static_cast<int64_t>(sections.size()) / std::max(size, 1) > kMaxPieces))
+      (cut == Cut::Groups && count * static_cast<int64_t>(sections.size()) / std::max(size, 1) > kMaxPieces) ||
+      (cut == Cut::Fused && count * static_cast<int64_t>(sections.size() / 2) / std::max(size, 1) > kMaxPieces))
     return at + ": more than " + std::to_string(kMaxPieces) + " pieces per rank";
   switch (cut) {
     case Cut::Blocks:
@@ -302,11 +310,23 @@ std::string Placement::check(int64_t extent, int size) const {
       break;
     }
     case Cut::Fused: {
-      if (sections.size() != 3 || count <= 0 || sections[1] <= 0 || sections[0] < 0 || sections[2] < 0)
-        return at + ": needs G > 0 groups and rows b >= 0, r > 0, a >= 0";
-      if (count * sections[1] != extent) return at + ": " + std::to_string(count) + " groups of " +
-                                                std::to_string(sections[1]) + " rows do not make the dim";
-      const int64_t fused_rows = count * (sections[0] + sections[1] + sections[2]);
+      if (sections.size() < 3 || sections.size() % 2 != 1 || count <= 0 || sections[0] <= 0)
+        return at + ": needs G > 0 groups of P > 0 rows and (rows, position) runs";
+      int64_t rows = 0;
+      std::vector<std::pair<int64_t, int64_t>> spans;
+      for (size_t i = 1; i + 1 < sections.size(); i += 2) {
+        if (sections[i] <= 0 || sections[i + 1] < 0 || sections[i + 1] + sections[i] > sections[0])
+          return at + ": a run of " + std::to_string(sections[i]) + " rows at " + std::to_string(sections[i + 1]) +
+                 " is empty or outside the fused group of " + std::to_string(sections[0]) + " rows";
+        rows += sections[i];
+        spans.push_back({sections[i + 1], sections[i + 1] + sections[i]});
+      }
+      std::sort(spans.begin(), spans.end());
+      for (size_t i = 1; i < spans.size(); ++i)
+        if (spans[i].first < spans[i - 1].second) return at + ": runs overlap in the fused group";
+      if (count * rows != extent) return at + ": " + std::to_string(count) + " groups of " +
+                                         std::to_string(rows) + " rows do not make the dim";
+      const int64_t fused_rows = count * sections[0];
       if (fused_rows % size != 0)
         return at + ": the fused " + std::to_string(fused_rows) + " rows do not split into " + std::to_string(size) +
                " equal chunks";

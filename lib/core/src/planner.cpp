@@ -412,7 +412,7 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
       if (c.rule.rule == "attn_qkv" && !train_qkv.empty()) {
         const names::QkvPart part = names::qkv_part(pp.name);
         auto s = part.at == std::string::npos ? train_qkv.end() : train_qkv.find(pp.name.substr(0, part.at));
-        if (s != train_qkv.end()) src_p["tp"] = qkv_placement(s->second, part.which, tp.tp);
+        if (s != train_qkv.end()) src_p["tp"] = qkv_placement(s->second, part.which, tp.tp, false);
       }
       // Mamba2 in_proj / conv1d: per section on Megatron's side and on an engine destination.
       if (c.rule.rule == "ssm_in" || c.rule.rule == "ssm_conv") {

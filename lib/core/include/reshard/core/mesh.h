@@ -46,17 +46,18 @@ Mesh make_mesh(const std::vector<std::pair<std::string, int>>& inner_first, int 
 //                       groups [c G / size, (c + 1) G / size) and its local tensor is section-major: the
 //                       a-rows of each held group, then the b-rows, ... (Megatron-Core's GatedDeltaNet
 //                       in_proj over HF's per-key-head in_proj_qkvz)
-//   "S(d,fused=[G,b,r,a])"  the dim is the r-row part of each of G groups in a fused tensor whose groups
-//                       are b + r + a rows (the part after b rows); the fused tensor is cut in equal
-//                       contiguous chunks over the mesh dim and a coordinate's local tensor is its whole
-//                       chunk, this part's rows at their places in it, the other rows its partners'
-//                       (Megatron-Core's linear_qkv when tp > query groups: q, k or v of [q_g; k_g; v_g])
+//   "S(d,fused=[G,P,l0,a0,l1,a1,...])"  the dim is G groups of l0 + l1 + ... rows, each group's runs
+//                       landing at rows a0, a1, ... of a group of P rows in a fused tensor of G x P rows;
+//                       the fused tensor is cut in equal contiguous chunks over the mesh dim and a
+//                       coordinate's local tensor is its whole chunk, this tensor's rows at their places
+//                       in it, the other rows its partners' (Megatron-Core's linear_qkv: q, k or v of
+//                       [q_g; k_g; v_g] when tp > query groups, and the gated q's [q heads; z heads])
 struct Placement {
   enum class Cut : uint8_t { Chunk, Blocks, Pad, Balanced, Cyclic, Sections, Groups, Fused };
   int shard_dim = -1;  // -1: Replicate
   Cut cut = Cut::Chunk;
   int64_t count = 0;              // Blocks: k; Pad: P; Groups: G
-  std::vector<int64_t> sections;  // Sections (< 0: that many rows, replicated); Fused: {b, r, a}
+  std::vector<int64_t> sections;  // Sections (< 0: that many rows, replicated); Fused: {P, l0, a0, ...}
 
   bool replicate() const { return shard_dim < 0; }
   bool plain() const { return replicate() || cut == Cut::Chunk; }
@@ -82,8 +83,11 @@ struct Placement {
   static Placement grouped(int dim, int64_t groups, std::vector<int64_t> sections) {
     return Placement{dim, Cut::Groups, groups, std::move(sections)};
   }
-  static Placement fused(int dim, int64_t groups, int64_t before, int64_t rows, int64_t after) {
-    return Placement{dim, Cut::Fused, groups, {before, rows, after}};
+  // `runs`: (rows, position in the fused group) per run of one of this tensor's groups, in order.
+  static Placement fused(int dim, int64_t groups, int64_t period, const std::vector<std::pair<int64_t, int64_t>>& runs) {
+    Placement p{dim, Cut::Fused, groups, {period}};
+    for (const auto& [rows, at] : runs) p.sections.insert(p.sections.end(), {rows, at});
+    return p;
   }
 };
 
