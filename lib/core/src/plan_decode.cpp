@@ -328,6 +328,12 @@ void read_param(const Reader& r, const json& v, const std::string& path, size_t 
       r.fail(path, "a misc param has transfers or fanouts; only bulk params do");
     p.bucket = r.int32_at(v, path, "bucket", 0, static_cast<int64_t>(plan.buckets.size()) - 1);
     p.bucket_offset = r.int64(r.at(v, path, "bucket_offset"), key_path(path, "bucket_offset"), 0, INT64_MAX);
+    if (r.find(v, "dst_name") != nullptr) p.dst_name = r.str_at(v, path, "dst_name");
+    if (r.find(v, "dst_transform") != nullptr) {
+      p.dst_transform = r.str_at(v, path, "dst_transform");
+      if (p.dst_transform != "zero_centered")
+        r.fail(key_path(path, "dst_transform"), "unknown transform '" + p.dst_transform + "' (known: zero_centered)");
+    }
     plan.params.push_back(std::move(p));
     return;
   }

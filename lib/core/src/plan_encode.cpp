@@ -200,7 +200,8 @@ void write_param(W& w, const Plan& plan, const ParamPlan& p) {
   const bool mx = bulk && p.mxfp8;
   // Keys of the Megatron destination, written only when used so that hf/vllm plans are unchanged.
   const bool split = bulk && p.dst_split_dim >= 0, grouped = bulk && p.dst_fuse_groups != 1;
-  w.begin_object((bulk ? 15 : 9) + (members ? 1 : 0) + (mx ? 2 : 0) + (p.src_dequant ? 1 : 0));
+  w.begin_object((bulk ? 15 : 9) + (members ? 1 : 0) + (mx ? 2 : 0) + (p.src_dequant ? 1 : 0) +
+                 (!bulk && !p.dst_name.empty() ? 1 : 0) + (!bulk && !p.dst_transform.empty() ? 1 : 0));
   w.key("name"), w.str(p.name);
   if (members) {
     w.key("members");
@@ -217,6 +218,8 @@ void write_param(W& w, const Plan& plan, const ParamPlan& p) {
   if (!bulk) {
     w.key("bucket"), w.integer(p.bucket);
     w.key("bucket_offset"), w.integer(p.bucket_offset);
+    if (!p.dst_name.empty()) w.key("dst_name"), w.str(p.dst_name);  // written only when set
+    if (!p.dst_transform.empty()) w.key("dst_transform"), w.str(p.dst_transform);
     w.end_object();
     return;
   }

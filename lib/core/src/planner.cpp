@@ -293,6 +293,8 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     const int l = layer_index(p.name);
     const bool mtp_param = p.name.rfind("mtp.", 0) == 0 || (l >= 0 && is_mtp_layer(l));
     c.rule = classify_param(p.name, p.shape.n, p.grouped_expert, options.bulk, custom);
+    if (c.rule.path == Path::Bulk && !dst_layout->transform(p.name).empty())
+      c.rule.path = Path::Misc;  // the receiver changes the values: whole tensors, not shards
     if (mtp_param) {
       c.rule = ParamRule{};
       c.rule.rule = "mtp";
@@ -385,6 +387,10 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     pp.path = c.rule.path;
     pp.pp_stage = c.train_stage;
     pp.gen_pp_stage = c.gen_stage;
+    if (pp.path == Path::Misc) {
+      pp.dst_name = dst_layout->misc_name(pp.name);
+      pp.dst_transform = dst_layout->transform(pp.name);
+    }
     if (src_dequant && pp.dtype == DType::F8_E4M3) {
       pp.dtype = DType::BF16;
       pp.src_dequant = true;

@@ -99,7 +99,8 @@ std::vector<LocalStorage> dst_storages(const Plan& plan, int rank) {
   for (uint32_t i = 0; i < plan.params.size(); ++i) {
     const ParamPlan& p = plan.params[i];
     if (p.path != Path::Misc) continue;
-    out.push_back(LocalStorage{p.name, p.dtype, p.shape, {StorageMember{i, full_box(p.shape), Dims::zeros(p.shape.n)}}, {}, {}});
+    out.push_back(LocalStorage{p.dst_name.empty() ? p.name : p.dst_name, p.dtype, p.shape,
+                               {StorageMember{i, full_box(p.shape), Dims::zeros(p.shape.n)}}, {}, {}});
   }
   return out;
 }

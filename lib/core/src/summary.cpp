@@ -327,6 +327,11 @@ std::string format_param(const Plan& plan, uint32_t index, size_t max_transfers)
                         format_bytes(b.bytes) + ", root rank " + std::to_string(b.root) + ", group " +
                         std::to_string(b.group));
     }
+    if (!p.dst_name.empty()) row("lands as", p.dst_name);
+    if (p.dst_transform == "zero_centered")
+      row("transform", "the destination keeps value - 1 (zero-centred RMSNorm weight; Megatron-Bridge "
+                       "RMSNorm2ZeroCenteredRMSNormMapping): the bytes travel as the checkpoint holds them, the "
+                       "receiver subtracts 1");
     return out.str();
   }
   row("src", mesh_text(p.src.mesh) + "  " + placements_text(p.src.placements));
@@ -443,6 +448,8 @@ Json param_json(const Plan& plan, uint32_t index, size_t max_transfers) {
     j["bucket_offset"] = p.bucket_offset;
     if (p.bucket >= 0 && static_cast<size_t>(p.bucket) < plan.buckets.size())
       j["bucket_root"] = plan.buckets[static_cast<size_t>(p.bucket)].root;
+    if (!p.dst_name.empty()) j["dst_name"] = p.dst_name;
+    if (!p.dst_transform.empty()) j["dst_transform"] = p.dst_transform;
     return j;
   }
   j["src"] = layout_json(p.src);

@@ -49,9 +49,10 @@ ModelMeta model_of(const Plan& plan) {
 }  // namespace
 
 void verify_layouts(const Plan& plan, const std::function<void(const std::string&)>& problem) {
-  // Megatron's sources are checked against Megatron-Core separately (block-FP8 sources drop their
-  // scales from the plan, so the model cannot be rebuilt from it).
-  if (plan.options.gen_layout == GenLayout::Megatron) return;
+  // Block-FP8 sources of a Megatron destination drop their scales from the plan, so the model cannot
+  // be rebuilt from it: their layouts are checked by the planner's own tests only.
+  for (const ParamPlan& p : plan.params)
+    if (p.src_dequant) return;
   Plan expected;
   try {
     expected = plan_layouts(model_of(plan), plan.system, plan.options);
@@ -61,7 +62,9 @@ void verify_layouts(const Plan& plan, const std::function<void(const std::string
   }
   std::map<std::string, const ParamPlan*> by_name;
   for (const ParamPlan& p : expected.params) by_name.emplace(p.name, &p);
-  const std::string engine = plan.options.gen_layout == GenLayout::Vllm ? "vLLM's" : "the hf layout's";
+  const std::string engine = plan.options.gen_layout == GenLayout::Vllm       ? "vLLM's"
+                             : plan.options.gen_layout == GenLayout::Megatron ? "Megatron-Core's"
+                                                                              : "the hf layout's";
   for (const ParamPlan& p : plan.params) {
     auto it = by_name.find(p.name);
     if (it == by_name.end()) {
@@ -74,6 +77,9 @@ void verify_layouts(const Plan& plan, const std::function<void(const std::string
       problem(where + "path " + to_string(p.path) + ", the rules give " + to_string(e.path));
       continue;
     }
+    if (p.dst_name != e.dst_name || p.dst_transform != e.dst_transform)
+      problem(where + "lands as '" + p.dst_name + "' (transform '" + p.dst_transform + "'), " + engine + " name is '" +
+              e.dst_name + "' (transform '" + e.dst_transform + "')");
     if (p.path != Path::Bulk) continue;
     if (p.src.mesh.ranks != e.src.mesh.ranks || placements(p.src) != placements(e.src))
       problem(where + "train layout " + placements(p.src) + " over ranks differs from Megatron's " + placements(e.src));

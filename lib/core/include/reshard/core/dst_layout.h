@@ -53,6 +53,11 @@ class DestinationLayout {
                      std::map<std::string, Placement>& dst) const {}
   // The storage of bulk param `name` (a grouped expert's logical name) of rank `ndim`, classified by `rule`.
   virtual StorageAssignment assign(const std::string& name, const ParamRule& rule, int ndim) const = 0;
+  // The engine's name for misc param `name`'s whole tensor where it differs (Megatron); "": its own.
+  virtual std::string misc_name(const std::string& name) const { return ""; }
+  // A value change the engine makes beyond the bytes ("zero_centered": it keeps value - 1); "": none.
+  // Such a param takes the misc path, and the plan says so.
+  virtual std::string transform(const std::string& name) const { return ""; }
 };
 
 std::unique_ptr<DestinationLayout> make_destination_layout(GenLayout layout);

@@ -92,6 +92,11 @@ struct ParamPlan {
   Path path = Path::Misc;
   int pp_stage = 0;      // train PP stage that owns it
   int gen_pp_stage = 0;  // gen PP stage that holds it; -1: every stage (vLLM's vision towers)
+  // Misc only: the engine's name for the whole tensor where it differs (Megatron); empty: `name`.
+  std::string dst_name;
+  // "zero_centered": the engine keeps value - 1 (Megatron-Bridge RMSNorm2ZeroCenteredRMSNormMapping);
+  // the bytes travel as the checkpoint holds them and the receiver subtracts 1. Empty: none. Misc only.
+  std::string dst_transform;
 
   // Bulk only.
   Layout src, dst;
