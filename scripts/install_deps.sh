@@ -5,7 +5,8 @@
 # --plots also installs python3-matplotlib for scripts/plot_results.py (nothing else needs it).
 set -euo pipefail
 
-PACKAGES=(cmake g++ make libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev openmpi-bin libopenmpi-dev)
+PACKAGES=(cmake g++ make pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev openmpi-bin libopenmpi-dev
+          libre2-dev)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) PACKAGES+=(clang libclang-rt-dev) ;;

@@ -9,11 +9,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 #include <sstream>
 
 #include "commands.h"
 #include "reshard/core/error.h"
+#include "reshard/core/input_file.h"
 #include "reshard/core/model.h"
 #include "reshard/core/plan_enums.h"
 #include "reshard/core/plan_io.h"
@@ -21,7 +21,9 @@
 #include "reshard/core/rules.h"
 #include "reshard/core/stats.h"
 #include "reshard/core/summary.h"
+#include "reshard/core/output_file.h"
 #include "reshard/core/units.h"
+#include "reshard/core/user_regex.h"
 
 namespace reshard::cli {
 namespace {
@@ -59,14 +61,12 @@ void absorb(Problems& problems, const Error& e, const std::string& generic_heade
 }
 
 std::optional<std::string> read_text(const std::string& path, const std::string& flag, Problems& problems) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    problems.add(flag + ": cannot open " + path + ": " + std::strerror(errno));
+  try {
+    return read_input_file(path, flag);
+  } catch (const Error& e) {
+    problems.add(e.what());
     return std::nullopt;
   }
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 // Runs `f`, turning a config Error into problems (prefixed with `flag` when its message lacks it).
@@ -147,6 +147,9 @@ std::vector<int> parse_layer_list(const std::string& list, Problems& problems) {
   if (items == 0) problems.add("--mtp-layers: '" + list + "' lists no layer");
   return out;
 }
+
+// Every file `plan` reads: its output may be none of them.
+std::vector<std::string> plan_inputs(const PlanArgs& a) { return {a.model, a.system, a.rules, a.layer_map}; }
 
 int run_plan(const PlanArgs& a) {
   Problems problems;
@@ -252,13 +255,8 @@ int run_plan(const PlanArgs& a) {
       format = PlanFormat::Cbor;
     else if (!a.format.empty())
       problems.add("--format: expected json or cbor, got '" + a.format + "'");
-    std::error_code ec;
-    const auto out_path = std::filesystem::path(a.output);
-    if (!a.force && std::filesystem::exists(std::filesystem::symlink_status(out_path, ec)))
-      problems.add("-o " + a.output + ": the file exists; pass --force to overwrite");
-    const auto dir = out_path.parent_path();
-    if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
-      problems.add("-o " + a.output + ": directory " + dir.string() + " does not exist");
+    if (const std::string bad = output_problem("-o", a.output, a.force, plan_inputs(a)); !bad.empty())
+      problems.add(bad);
   } else if (!a.format.empty()) {
     problems.add("--format needs -o/--output");
   }
@@ -285,11 +283,8 @@ int run_plan(const PlanArgs& a) {
       validate_system(copy, problems, options.gen_layout == GenLayout::Megatron);
     }
     for (const std::string& e : options.exclude) {
-      try {
-        std::regex re(e, std::regex::ECMAScript);
-      } catch (const std::regex_error& err) {
-        problems.add("--exclude: bad regex '" + e + "': " + err.what());
-      }
+      std::string error;
+      if (!UserRegex::compile(e, error).valid()) problems.add("--exclude: bad regex '" + e + "': " + error);
     }
     if (!options.rules_json.empty()) parse_rules(options.rules_json, "--rules " + a.rules, problems);
   }
@@ -298,7 +293,7 @@ int run_plan(const PlanArgs& a) {
                         (n == 1 ? " problem):" : " problems):"));
 
   const bool summary = a.summary || a.output.empty();
-  if (!a.output.empty()) save_plan(*plan, a.output, format, a.force);
+  if (!a.output.empty()) save_plan(*plan, a.output, format, a.force, plan_inputs(a));
   if (summary) std::fputs(format_summary(*plan, compute_stats(*plan)).c_str(), stdout);
   if (!a.output.empty()) {
     std::error_code ec;

@@ -139,7 +139,7 @@ TEST_F(ModelIo, DuplicateAndEmptyAndMissing) {
   EXPECT_TRUE(has(config_error_of([&] { parse_model_json(R"({"params": {}})", "e.json"); }), "no tensors"));
   EXPECT_TRUE(has(config_error_of([&] { parse_model_json("[1]", "arr.json"); }), "arr.json"));
   const std::string missing = (dir_ / "nope.json").string();
-  EXPECT_TRUE(has(config_error_of([&] { load_model(missing); }), "cannot open " + missing));
+  EXPECT_TRUE(has(config_error_of([&] { load_model(missing); }), "cannot open model " + missing));
 }
 
 TEST_F(ModelIo, SafetensorsHeaderSortedByDataOffset) {

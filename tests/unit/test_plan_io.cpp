@@ -432,7 +432,7 @@ TEST_F(PlanFileTest, RefusesToOverwriteWithoutForce) {
   const std::string path = (dir_ / "plan.json").string();
   { std::ofstream(path) << "precious"; }
   expect_config_error([&] { save_plan(tiny_plan(), path, PlanFormat::Json, false); },
-                      {path + " exists; pass --force to overwrite"});
+                      {path + ": the file exists; pass --force to overwrite"});
   std::ifstream in(path);
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(content, "precious");
@@ -448,7 +448,7 @@ TEST_F(PlanFileTest, FailedSaveLeavesNothing) {
   EXPECT_THROW(save_plan(bad, path, PlanFormat::Json, false), Error);
   expect_config_error(
       [&] { save_plan(tiny_plan(), (dir_ / "missing" / "plan.json").string(), PlanFormat::Json, false); },
-      {"cannot write plan"});
+      {"missing does not exist"});
   EXPECT_TRUE(listing().empty());
   expect_config_error([&] { load_plan(path); }, {"cannot open plan " + path});
 }

@@ -11,6 +11,7 @@
 
 #include "reshard/core/error.h"
 #include "reshard/core/model.h"
+#include "reshard/core/input_file.h"
 
 namespace reshard {
 namespace {
@@ -31,11 +32,7 @@ std::string file_stem(const std::string& path) {
   return base;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config_error("cannot open " + path + ": " + std::strerror(errno));
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+std::string read_text(const std::string& path) { return read_input_file(path, "model"); }
 
 // Key order and duplicate keys, found by one SAX pass. nlohmann's DOM cannot give them cheaply:
 // ordered_json looks keys up linearly and the callback parser is slower still, both quadratic on
@@ -283,6 +280,7 @@ std::vector<TensorMeta> header_tensors(std::string_view header, uint64_t data_si
 // Reads only the 8-byte length and the header of the file at `path`, never tensor data.
 std::vector<TensorMeta> safetensors_tensors(const std::string& path, const std::string& prefix,
                                             Problems& problems) {
+  check_input_file(path, "model");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw config_error("cannot open " + path + ": " + std::strerror(errno));
   in.seekg(0, std::ios::end);

@@ -1,5 +1,7 @@
 #include "reshard/core/parallelism.h"
 
+#include "reshard/core/input_file.h"
+
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -158,10 +160,7 @@ void parse_parallelism_spec(std::string_view spec, const std::string& side, Para
 }
 
 SystemConfig load_system_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw config_error("cannot open " + path + ": " + std::strerror(errno));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_system_json(text, path);
+  return parse_system_json(read_input_file(path, "--system"), path);
 }
 
 SystemConfig parse_system_json(std::string_view text, const std::string& origin) {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "reshard/core/dst_layout.h"
@@ -13,6 +12,7 @@
 #include "reshard/core/plan_check.h"
 #include "reshard/core/rules.h"
 #include "reshard/core/stages.h"
+#include "reshard/core/user_regex.h"
 #include "dst_layouts.h"
 #include "megatron_qkv.h"
 #include "names.h"
@@ -131,13 +131,14 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
   if (options.head_dim < 0) problems.add("--head-dim must be positive, got " + std::to_string(options.head_dim));
   if (options.bucket_bytes <= 0) problems.add("bucket_bytes must be > 0, got " + std::to_string(options.bucket_bytes));
 
-  std::vector<std::regex> excludes;
+  std::vector<UserRegex> excludes;
   for (const std::string& e : options.exclude) {
-    try {
-      excludes.emplace_back(e, std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& err) {
-      problems.add("--exclude: bad regex '" + e + "': " + err.what());
-    }
+    std::string error;
+    UserRegex re = UserRegex::compile(e, error);
+    if (re.valid())
+      excludes.push_back(std::move(re));
+    else
+      problems.add("--exclude: bad regex '" + e + "': " + error);
   }
   std::vector<CustomRule> custom;
   if (!options.rules_json.empty()) custom = parse_rules(options.rules_json, "--rules", problems);
@@ -146,7 +147,7 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
   kept.reserve(model.tensors.size());
   for (const TensorMeta& t : model.tensors) {
     bool drop = false;
-    for (const auto& re : excludes) drop = drop || std::regex_search(t.name, re);
+    for (const UserRegex& re : excludes) drop = drop || re.search(t.name);
     if (drop) continue;
     if (t.too_many_dims > 0)
       problems.add("tensor '" + t.name + "' has " + std::to_string(t.too_many_dims) + " dims; at most " +

@@ -63,13 +63,10 @@ std::vector<CustomRule> parse_rules(const std::string& json_text, const std::str
     }
     CustomRule c;
     c.pattern = r["match"].get<std::string>();
-    bool regex_ok = true;
-    try {
-      c.re = std::regex(c.pattern, std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& e) {
-      problems.add(where + ": bad regex '" + c.pattern + "': " + e.what());
-      regex_ok = false;
-    }
+    std::string error;
+    c.re = UserRegex::compile(c.pattern, error);
+    const bool regex_ok = c.re.valid();
+    if (!regex_ok) problems.add(where + ": bad regex '" + c.pattern + "': " + error);
     // Checked by hand: json::value() would throw json's own type_error for a non-string path.
     const nlohmann::json* path = r.contains("path") ? &r["path"] : nullptr;
     if (path == nullptr || *path == "bulk") c.path = Path::Bulk;
@@ -93,7 +90,7 @@ ParamRule classify_param(const std::string& name, int ndim, bool grouped_expert,
                          const std::vector<CustomRule>& custom) {
   ParamRule r;
   for (const CustomRule& c : custom) {
-    if (!std::regex_search(name, c.re)) continue;
+    if (!c.re.search(name)) continue;
     r.path = c.path;
     r.rule = "custom:" + c.pattern;
     r.expert = c.expert;

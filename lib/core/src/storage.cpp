@@ -1,5 +1,6 @@
 #include "reshard/core/storage.h"
 
+#include <algorithm>
 #include <map>
 
 #include "reshard/core/dst_layout.h"

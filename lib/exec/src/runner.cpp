@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fault_hook.h"
+#include "reshard/core/output_file.h"
 #include "reshard/core/plan_io.h"
 #include "reshard/exec/ceiling.h"
 #include "reshard/exec/report.h"
@@ -70,8 +71,9 @@ struct Session {
     agreed(ctl, [&] {
       const std::string bad = validate(a);
       if (!bad.empty()) throw config_error(bad);
-      if (ctl.rank() == 0 && !a.json_path.empty() && std::filesystem::exists(a.json_path) && !a.force)
-        throw config_error(a.json_path + " exists; pass --force to replace it");
+      if (ctl.rank() == 0 && !a.json_path.empty())
+        if (const std::string bad = output_problem("--json", a.json_path, a.force, {a.plan_path}); !bad.empty())
+          throw config_error(bad);
       fault_spec = fault_from_env();
     });
     agreed(ctl, [&] { plan = load_plan(a.plan_path); });
@@ -131,27 +133,10 @@ int guarded(const RunArgs& a, F&& body) {
   }
 }
 
-// The JSON goes to PATH.tmp.<pid> and is renamed over PATH only once complete: an interrupted run
-// never leaves a truncated file under the final name, and a failed write removes its temporary.
-void write_json_atomic(const std::string& path, const nlohmann::json& j, bool force) {
-  if (std::filesystem::exists(path) && !force) throw config_error(path + " exists; pass --force to replace it");
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw runtime_error("cannot write " + tmp);
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    throw runtime_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  }
+// The JSON is published only once complete and never over a non-regular file or the plan
+// (output_file.h): an interrupted run leaves no truncated file under the final name.
+void write_json_atomic(const std::string& path, const nlohmann::json& j, bool force, const std::string& plan_path) {
+  write_output("--json", path, j.dump(2) + "\n", force, {plan_path});
 }
 
 // FNV-1a: the same text hashes the same in every build (std::hash need not).
@@ -246,7 +231,7 @@ int run_main(const RunArgs& a) {
       if (ctl.rank() == 0 && !a.json_path.empty())
         write_json_atomic(a.json_path, report_json(rep, a, s.transport->name(), s.transport->version(),
                                                    ctl.mpi_library_version(), ctl.size()),
-                          a.force);
+                          a.force, a.plan_path);
     });
     if (a.check && rep.wrong_total > 0) {
       if (ctl.rank() == 0)

@@ -15,9 +15,10 @@ enum class PlanFormat { Json, Cbor };
 PlanFormat plan_format_for_path(const std::string& path);
 std::vector<uint8_t> encode_plan(const Plan& plan, PlanFormat format);
 Plan decode_plan(const std::vector<uint8_t>& bytes, const std::string& origin);  // sniffs JSON vs CBOR
-// Writes to a temporary name beside `path` and renames, so no partial file is ever visible.
-// Refuses (Error(Config)) to replace an existing file unless `force`.
-void save_plan(const Plan& plan, const std::string& path, PlanFormat format, bool force);
+// Writes through write_output (output_file.h): no partial file is ever visible, an existing file is
+// replaced only with `force`, never a non-regular file or one of `inputs` (Error(Config)).
+void save_plan(const Plan& plan, const std::string& path, PlanFormat format, bool force,
+               const std::vector<std::string>& inputs = {});
 Plan load_plan(const std::string& path);
 
 }  // namespace reshard

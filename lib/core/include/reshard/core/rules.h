@@ -3,11 +3,11 @@
 // generation side is the destination layout's business (dst_layout.h).
 #pragma once
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "reshard/core/plan.h"
+#include "reshard/core/user_regex.h"
 
 namespace reshard {
 
@@ -17,7 +17,7 @@ namespace reshard {
 // built-in rules.
 struct CustomRule {
   std::string pattern;
-  std::regex re;
+  UserRegex re;
   Path path = Path::Bulk;
   int train_shard_dim = -1;
   int gen_shard_dim = -1;
