@@ -67,6 +67,22 @@ void BM_Plan_DeepSeekV3(benchmark::State& state) {
 }
 BENCHMARK(BM_Plan_DeepSeekV3)->Arg(0)->Arg(1)->ArgName("encode_cbor")->Unit(benchmark::kMillisecond);
 
+// Planning time against ranks (issue 17 G: linear in ranks): Qwen3-4B (shipped in plans/) from DP N
+// to TP2 x DP N/2 over N + N ranks, planned and encoded; BigO fitted over N.
+void BM_Plan_Qwen3_4B_DpN(benchmark::State& state) {
+  const reshard::ModelMeta model = reshard::load_model(RESHARD_SOURCE_DIR "/plans/qwen3-4b.json");
+  reshard::SystemConfig s;
+  s.train.num_gpus = static_cast<int>(state.range(0));
+  s.gen.num_gpus = static_cast<int>(state.range(0));
+  s.gen.tp = 2;
+  for (auto _ : state) {
+    reshard::Plan plan = reshard::plan_reshard(model, s, reshard::PlanOptions{});
+    benchmark::DoNotOptimize(plan);
+  }
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_Plan_Qwen3_4B_DpN)->RangeMultiplier(2)->Range(1024, 16384)->Unit(benchmark::kMillisecond)->Complexity();
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -1,6 +1,7 @@
 // reshard inspect PLAN: the plan's summary, one rank's traffic, or one param's layouts and transfers,
 // as text or (--json) one JSON document on stdout. With --model FILE it first checks that the plan was
 // made for that model (same digest) and refuses (exit 2) otherwise.
+#include <limits>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -18,16 +19,18 @@ namespace {
 
 constexpr size_t kMaxTransfersListed = 32;
 
+constexpr int kNoRank = std::numeric_limits<int>::min();  // --rank not given (-1 is a bad rank, not "none")
+
 struct InspectArgs {
   std::string plan, param, model;
-  int rank = -1;
+  int rank = kNoRank;
   bool json = false;
 };
 
 int run_inspect(const InspectArgs& a) {
   const Plan plan = load_plan(a.plan);
   if (!a.model.empty()) check_plan_matches_model(plan, load_model(a.model), a.plan);
-  if (a.rank != -1 && (a.rank < 0 || a.rank >= plan.world()))
+  if (a.rank != kNoRank && (a.rank < 0 || a.rank >= plan.world()))
     throw config_error("--rank " + std::to_string(a.rank) + " is outside the plan's world of " +
                        std::to_string(plan.world()) + " ranks (0.." + std::to_string(plan.world() - 1) + ")");
   const std::optional<uint32_t> param =

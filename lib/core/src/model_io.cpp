@@ -271,6 +271,15 @@ std::vector<TensorMeta> header_tensors(std::string_view header, uint64_t data_si
   for (const std::string& p : local.list()) problems.add(prefix + p);
   // Header key order is unspecified; data order is the file's real order.
   std::stable_sort(found.begin(), found.end(), [](const Located& a, const Located& b) { return a.begin < b.begin; });
+  // Two tensors may not share bytes (the safetensors format lays them out one after another).
+  for (size_t i = 1; i < found.size(); ++i) {
+    const Located &a = found[i - 1], &b = found[i];
+    const uint64_t a_end = a.begin + static_cast<uint64_t>(a.meta.bytes());
+    if (b.meta.bytes() > 0 && a.meta.bytes() > 0 && b.begin < a_end)
+      problems.add(prefix + "tensor '" + b.meta.name + "': data_offsets [" + std::to_string(b.begin) + ", " +
+                   std::to_string(b.begin + static_cast<uint64_t>(b.meta.bytes())) + ") overlap tensor '" +
+                   a.meta.name + "' [" + std::to_string(a.begin) + ", " + std::to_string(a_end) + ")");
+  }
   std::vector<TensorMeta> out;
   out.reserve(found.size());
   for (Located& l : found) out.push_back(std::move(l.meta));

@@ -2,7 +2,10 @@
 
 #include "reshard/core/input_file.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <set>
+#include <vector>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -73,6 +76,10 @@ void validate_side(Parallelism& p, const std::string& side, bool is_train, bool 
   if (p.num_gpus <= 0) {
     problems.add(side + ": num_gpus must be positive, got " + std::to_string(p.num_gpus));
     sizes_ok = false;
+  } else if (p.num_gpus > kMaxRanksPerSide) {
+    problems.add(side + ": num_gpus " + std::to_string(p.num_gpus) + " exceeds the limit of " +
+                 std::to_string(kMaxRanksPerSide) + " ranks per side (docs/reliability.md)");
+    sizes_ok = false;
   }
   for (const Field& f : kFields) {
     if (f.spec_key == "dp") continue;
@@ -126,6 +133,7 @@ void validate_side(Parallelism& p, const std::string& side, bool is_train, bool 
 
 void parse_parallelism_spec(std::string_view spec, const std::string& side, Parallelism& p, Problems& problems) {
   size_t start = 0;
+  std::vector<std::string> seen;  // a key given twice is a mistake, not "the last wins"
   while (start <= spec.size()) {
     size_t comma = spec.find(',', start);
     if (comma == std::string_view::npos) comma = spec.size();
@@ -149,6 +157,11 @@ void parse_parallelism_spec(std::string_view spec, const std::string& side, Para
       problems.add(side + ": unknown key '" + key + "' in '" + std::string(item) + "' (known: tp pp ep etp cp dp vpp)");
       continue;
     }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      problems.add(side + ": " + key + " is given twice in '" + std::string(spec) + "'");
+      continue;
+    }
+    seen.push_back(key);
     int parsed = 0;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
     if (ec != std::errc() || end != value.data() + value.size() || parsed <= 0) {
@@ -165,12 +178,27 @@ SystemConfig load_system_json(const std::string& path) {
 
 SystemConfig parse_system_json(std::string_view text, const std::string& origin) {
   Json j;
+  // nlohmann keeps the last of two equal keys: find them first (one set of keys per open object).
+  std::vector<std::set<std::string>> keys;
+  std::vector<std::string> twice;
+  const Json::parser_callback_t scan = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) keys.emplace_back();
+    if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == Json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
+      twice.push_back(parsed.get<std::string>());
+    return true;
+  };
   try {
-    j = Json::parse(text.begin(), text.end());
+    j = Json::parse(text.begin(), text.end(), scan);
   } catch (const Json::parse_error& e) {
     throw config_error(origin + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
   } catch (const Json::exception& e) {  // e.g. a number too large for a double (out_of_range 406)
     throw config_error(origin + ": malformed JSON: " + e.what());
+  }
+  if (!twice.empty()) {
+    Problems dup;
+    for (const std::string& k : twice) dup.add("key \"" + k + "\" is given twice");
+    dup.throw_if_any(origin + ": invalid system config");
   }
   if (!j.is_object()) throw config_error(origin + ": expected a JSON object with \"train\" and \"generation\"");
   SystemConfig sys;

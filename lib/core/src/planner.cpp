@@ -180,6 +180,13 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     }
   }
   const int layers = max_layer + 1;
+  for (int l : mtp) {
+    bool found = false;
+    for (const LogicalParam& p : logical) found = found || (!names::pre_process_module(p.name) && layer_index(p.name) == l);
+    if (!found)
+      problems.add("--mtp-layers " + std::to_string(l) + ": the model has no layers." + std::to_string(l) +
+                   " (its decoder layers are 0.." + std::to_string(layers - 1) + ")");
+  }
   const Parallelism& tp = system.train;
   const Parallelism& gp = system.gen;
   // megatron/core/parallel_state.py RankGenerator: with pp before dp, the expert and dense dp sizes

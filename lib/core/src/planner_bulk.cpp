@@ -3,6 +3,8 @@
 // stripe each piece across the ranks that hold it (least-loaded first), and deliver it to every
 // replica of the dst box directly or in two phases (one replica receives, then broadcasts).
 #include <algorithm>
+#include <functional>
+#include <queue>
 #include <cmath>
 #include <map>
 
@@ -123,6 +125,7 @@ class BulkPlanner {
     const bool two_phase = param.fanout == Fanout::TwoPhase;
 
     std::vector<int64_t> deliveries(src.size(), 0);
+    holders_.assign(src.size(), {});
     for (size_t d = 0; d < dst.size(); ++d)
       for (const Piece& pc : pieces[d]) deliveries[pc.src] += two_phase ? 1 : static_cast<int64_t>(dst[d].ranks.size());
 
@@ -144,11 +147,14 @@ class BulkPlanner {
           for (const Box& b : stripes(pc.box, split)) finer.push_back({b, pc.src, pc.held});
         work = std::move(finer);
       }
-      std::vector<int64_t> received(D.ranks.size(), 0);
+      // The least-received replica (the first of equals), from a heap: linear in pieces x log(replicas).
+      Holders received;
+      for (size_t r = 0; r < D.ranks.size(); ++r) received.push({0, r});
       const int group = fanout_group(D.ranks);
       for (const Piece& pc : work) {
-        const size_t r = std::min_element(received.begin(), received.end()) - received.begin();
-        received[r] += pc.box.elements();
+        const auto [got, r] = received.top();
+        received.pop();
+        received.push({got + pc.box.elements(), r});
         deliver(p, pc, src[pc.src], deliveries[pc.src], D, r, esize);
         FanoutOp op;
         op.param = p;
@@ -172,11 +178,17 @@ class BulkPlanner {
     const int64_t holders = static_cast<int64_t>(S.ranks.size());
     int64_t parts = (holders + deliveries_of_src - 1) / std::max<int64_t>(deliveries_of_src, 1);
     parts = std::max<int64_t>(1, std::min(parts, pc.box.elements() * esize / kMinStripeBytes));
+    // The least-loaded holder (the first of equals), from a heap: a rank is in one distinct box per
+    // param, so only this box's deliveries change its holders' loads while the param is planned.
+    // Linear in deliveries, not deliveries x holders (30k-replica DP stays linear).
+    Holders& heap = holders_[pc.src];
+    if (heap.empty())
+      for (size_t h = 0; h < S.ranks.size(); ++h) heap.push({send_load_[S.ranks[h]], h});
     for (const Box& b : stripes(pc.box, parts)) {
-      size_t best = 0;
-      for (size_t h = 1; h < S.ranks.size(); ++h)
-        if (send_load_[S.ranks[h]] < send_load_[S.ranks[best]]) best = h;
+      const size_t best = heap.top().second;
+      heap.pop();
       send_load_[S.ranks[best]] += b.elements() * esize;
+      heap.push({send_load_[S.ranks[best]], best});
       Transfer t;
       t.param = p;
       t.src = S.ranks[best];
@@ -222,8 +234,11 @@ class BulkPlanner {
     return it->second;
   }
 
+  using Holders = std::priority_queue<std::pair<int64_t, size_t>, std::vector<std::pair<int64_t, size_t>>,
+                                      std::greater<>>;
   Plan& plan_;
   std::vector<int64_t> send_load_;
+  std::vector<Holders> holders_;  // per distinct src box of the param being planned
   DstMap map_;
   std::map<std::vector<int>, int> fanout_groups_;
 };

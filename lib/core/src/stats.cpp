@@ -74,17 +74,24 @@ PlanStats compute_stats(const Plan& plan) {
     s.ranks[t.dst].bulk_recv_msgs += 1;
   }
   // A fan-out broadcast: the root sends the box once (pipelined), every other replica receives it.
+  // Summed per group, then handed to its members once: linear in ops + group sizes.
+  std::map<int, std::pair<int64_t, int64_t>> per_group;  // group -> (bytes, ops)
   for (const FanoutOp& f : plan.fanouts) {
     const int64_t b = f.box.elements() * dtype_size(plan.params[f.param].dtype);
-    const std::vector<int>& members = plan.groups[f.group].ranks;
+    const int64_t members = static_cast<int64_t>(plan.groups[f.group].ranks.size());
     s.ranks[f.root].bulk_send_bytes += b;
-    s.ranks[f.root].bulk_send_msgs += static_cast<int64_t>(members.size()) - 1;
-    for (int r : members) {
-      if (r == f.root) continue;
-      s.ranks[r].bulk_recv_bytes += b;
-      s.ranks[r].bulk_recv_msgs += 1;
-    }
+    s.ranks[f.root].bulk_send_msgs += members - 1;
+    s.ranks[f.root].bulk_recv_bytes -= b;  // the root is a member but receives nothing
+    s.ranks[f.root].bulk_recv_msgs -= 1;
+    auto& [bytes, ops] = per_group[f.group];
+    bytes += b;
+    ops += 1;
   }
+  for (const auto& [g, sum] : per_group)
+    for (int r : plan.groups[g].ranks) {
+      s.ranks[r].bulk_recv_bytes += sum.first;
+      s.ranks[r].bulk_recv_msgs += sum.second;
+    }
   for (const MiscBucket& b : plan.buckets) {
     for (int r : plan.groups[b.group].ranks) {
       s.ranks[r].misc_msgs += 1;

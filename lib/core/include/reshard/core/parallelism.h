@@ -8,6 +8,9 @@
 
 namespace reshard {
 
+// The most ranks a side may have: plans, meshes and per-rank tables stay bounded (docs/reliability.md).
+inline constexpr int kMaxRanksPerSide = 1 << 16;
+
 struct Parallelism {
   int num_gpus = 0;
   int tp = 1, pp = 1, ep = 1;
