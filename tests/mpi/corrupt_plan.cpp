@@ -1,6 +1,10 @@
 // reshard_corrupt_plan IN MODE OUT: plants one corruption in a plan file, for the tests that prove
-// `reshard verify` rejects it. MODE: drop | wrong-source | shift | duplicate. The param's transfer
+// `reshard verify` rejects it and `reshard run` refuses it before allocating anything. MODE: drop |
+// wrong-source | shift | duplicate | src-local (a source offset far outside the shard) | huge-bucket
+// (2^62 bucket bytes) | same-storage (two params landing in one storage region) | group-drop-rank
+// (a bulk group missing a destination rank). The param's transfer
 // ranges are kept consistent so that only the planted fault is wrong.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -53,6 +57,26 @@ int main(int argc, char** argv) {
       for (int f = 0; f < param.src.mesh.size() && bad < 0; ++f)
         if (!contains(param.src.local_box(param.shape, f), t.box)) bad = param.src.mesh.ranks[f];
       t.src = bad >= 0 ? bad : t.dst;
+    } else if (mode == "src-local") {
+      t.src_local[0] += int64_t{1} << 40;
+    } else if (mode == "huge-bucket") {
+      if (plan.buckets.empty()) throw config_error("plan has no bucket");
+      plan.buckets[0].bytes = int64_t{1} << 62;
+    } else if (mode == "same-storage") {
+      // The next bulk param of the same shape and layouts lands where the victim does.
+      bool done = false;
+      for (uint32_t q = p + 1; q < plan.params.size() && !done; ++q) {
+        ParamPlan& other = plan.params[q];
+        if (other.path == Path::Bulk && other.shape == plan.params[p].shape &&
+            other.dst.placements == plan.params[p].dst.placements && other.dst_fuse_dim < 0) {
+          other.dst_storage = plan.params[p].dst_storage;
+          done = true;
+        }
+      }
+      if (!done) throw config_error("no param of the victim's shape to clash with");
+    } else if (mode == "group-drop-rank") {
+      std::vector<int>& ranks = plan.groups[static_cast<size_t>(plan.params[p].group)].ranks;
+      ranks.erase(std::find(ranks.begin(), ranks.end(), t.dst));
     } else {
       throw config_error("unknown mode " + mode);
     }

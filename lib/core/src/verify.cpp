@@ -8,13 +8,15 @@
 #include <map>
 
 #include "reshard/core/dst_layout.h"
+#include "reshard/core/storage.h"
 
 namespace reshard {
 namespace {
 
 class Verifier {
  public:
-  Verifier(const Plan& plan, size_t max_listed) : plan_(plan), max_listed_(max_listed), map_(plan) {}
+  Verifier(const Plan& plan, size_t max_listed, bool layouts)
+      : plan_(plan), max_listed_(max_listed), layouts_(layouts), map_(plan) {}
 
   VerifyReport run() {
     for (const std::string& p : map_.problems()) problem(p);
@@ -25,7 +27,8 @@ class Verifier {
       if (param.mxfp8) check_mxfp8(param);
     }
     check_misc();
-    verify_layouts(plan_, [this](const std::string& s) { problem(s); });
+    check_storage_regions();
+    if (layouts_) verify_layouts(plan_, [this](const std::string& s) { problem(s); });
     return std::move(report_);
   }
 
@@ -47,6 +50,13 @@ class Verifier {
       problem("param " + param.name + ": transfer or fan-out range outside the plan");
       return;
     }
+    // Every transfer runs on the param's bulk communicator: both ends must be in it.
+    const std::vector<int>* group = nullptr;
+    if (param.group < 0 || param.group >= static_cast<int>(plan_.groups.size()))
+      problem("param " + param.name + ": bulk group " + std::to_string(param.group) + " does not exist");
+    else
+      group = &plan_.groups[param.group].ranks;
+    const auto in_group = [&](int r) { return group && std::binary_search(group->begin(), group->end(), r); };
     // Boxes each dst rank receives, in dst-local coordinates of the global tensor.
     std::map<int, std::vector<Box>> received;
     for (uint64_t i = param.transfer_begin; i < param.transfer_begin + param.transfer_count; ++i) {
@@ -55,6 +65,11 @@ class Verifier {
       if (t.param != p) problem(where(param, t.dst, t.box) + ": transfer " + std::to_string(i) + " belongs to another param");
       if (t.box.offset.n != param.shape.n || t.box.extent.n != param.shape.n || t.box.empty() || !contains(whole, t.box)) {
         problem(where(param, t.dst, t.box) + ": box is empty or outside the tensor " + param.shape.str());
+        continue;
+      }
+      if (group && (!in_group(t.src) || !in_group(t.dst))) {
+        problem(where(param, t.dst, t.box) + ": rank " + std::to_string(in_group(t.src) ? t.dst : t.src) +
+                " is not in the param's bulk group " + std::to_string(param.group));
         continue;
       }
       const int sf = param.src.mesh.flat_index_of_rank(t.src);
@@ -215,14 +230,40 @@ class Verifier {
     }
   }
 
+  // No two params (or pieces) land in one region of a gen rank's storage: each would overwrite the other.
+  void check_storage_regions() {
+    for (int rank = plan_.train_world(); rank < plan_.world(); ++rank) {
+      for (const LocalStorage& s : dst_storages(plan_, rank)) {
+        std::vector<Box> regions;
+        for (const StorageMember& m : s.members)
+          if (!m.box.empty()) regions.push_back(Box{m.offset, m.box.extent});
+        if (regions.size() < 2) continue;
+        std::sort(regions.begin(), regions.end(), [](const Box& a, const Box& b) { return a.offset[0] < b.offset[0]; });
+        bool clash = false;
+        for (size_t a = 0; a < regions.size() && !clash; ++a)
+          for (size_t b = a + 1; b < regions.size() && regions[b].offset[0] < regions[a].offset[0] + regions[a].extent[0];
+               ++b)
+            if (intersect(regions[a], regions[b])) {
+              problem("gen rank " + std::to_string(rank) + ", storage " + s.name + ": regions " + regions[a].str() +
+                      " and " + regions[b].str() + " overlap (two params land in one place)");
+              clash = true;
+              break;
+            }
+      }
+    }
+  }
+
   const Plan& plan_;
   size_t max_listed_;
+  bool layouts_;
   DstMap map_;
   VerifyReport report_;
 };
 
 }  // namespace
 
-VerifyReport verify_plan(const Plan& plan, size_t max_listed) { return Verifier(plan, max_listed).run(); }
+VerifyReport verify_plan(const Plan& plan, size_t max_listed, bool layouts) {
+  return Verifier(plan, max_listed, layouts).run();
+}
 
 }  // namespace reshard

@@ -14,6 +14,7 @@
 #include "fault_hook.h"
 #include "reshard/core/output_file.h"
 #include "reshard/core/plan_io.h"
+#include "reshard/core/verify.h"
 #include "reshard/exec/ceiling.h"
 #include "reshard/exec/report.h"
 
@@ -78,6 +79,17 @@ struct Session {
     });
     agreed(ctl, [&] { plan = load_plan(a.plan_path); });
     check_plan_agreement(ctl, plan, a.exec, a.plan_path);
+    // Before any allocation or communication: every transfer, fan-out and bucket in bounds, on its
+    // meshes and groups, and no two params in one storage region (a hand-edited plan must not crash a
+    // run or move bytes from outside a shard). Every rank checks the same plan, so all agree.
+    agreed(ctl, [&] {
+      const VerifyReport v = verify_plan(plan, 8, false);
+      if (v.ok()) return;
+      std::string what = a.plan_path + " fails static verification (" + std::to_string(v.problem_count) +
+                         " problems; reshard verify lists them):";
+      for (const std::string& p : v.problems) what += "\n  - " + p;
+      throw config_error(what);
+    });
     agreed(ctl, [&] { transport = make_transport(a.transport, ctl, TransportOptions{a.timeout_s}); });
     if (fault_spec) {
       auto wrapped = std::make_unique<FaultTransport>(std::move(transport), *fault_spec, ctl.rank());

@@ -19,7 +19,9 @@ struct VerifyReport {
   bool ok() const { return problem_count == 0; }
 };
 
-VerifyReport verify_plan(const Plan& plan, size_t max_listed = 50);
+// `layouts`: also plan the model again and compare with the engines' layouts (verify_layouts; `run`
+// leaves it to `reshard verify`, its own checks being what keeps every access in bounds).
+VerifyReport verify_plan(const Plan& plan, size_t max_listed = 50, bool layouts = true);
 
 // The plan's layouts against the engine's (verify_layouts.cpp): its params planned again from the
 // model they stand for, every difference in path, mesh, placements or storage one problem. Part of
