@@ -57,6 +57,56 @@ std::string validate(const RunArgs& a) {
   return "";
 }
 
+// FNV-1a: the same text hashes the same in every build (std::hash need not).
+int64_t stable_hash(const std::string& s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>(h);
+}
+
+// Every flag that shapes the collective sequence, and the plan file's content, as "name value" pairs:
+// ranks started differently would otherwise wait on each other until --timeout.
+std::vector<std::pair<std::string, std::string>> shaping_flags(const RunArgs& a, int64_t plan_content) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(plan_content));
+  return {{"--plan content (hash)", hex},
+          {"--transport", a.transport},
+          {"--algo", a.algo},
+          {"--iters", std::to_string(a.iters)},
+          {"--warmup", std::to_string(a.warmup)},
+          {"--check", a.check ? "on" : "off"},
+          {"--timeout", std::to_string(a.timeout_s)},
+          {"--streams", std::to_string(a.exec.streams)},
+          {"--batch-ops", std::to_string(a.exec.batch_ops)},
+          {"--batch-bytes", std::to_string(a.exec.batch_bytes)},
+          {"--staging-bytes", std::to_string(a.exec.staging_bytes)}};
+}
+
+// Collectively: every rank's shaping flags equal rank 0's, else an agreed Error(Config) naming the
+// lowest rank that differs and how.
+void check_flag_agreement(Control& ctl, const RunArgs& a, int64_t plan_content) {
+  const auto flags = shaping_flags(a, plan_content);
+  std::string mine;
+  for (const auto& [name, value] : flags) mine += name + "=" + value + "\n";
+  const std::string root = ctl.broadcast(mine, 0);
+  std::string differs;
+  if (root != mine) {
+    size_t at = 0;
+    for (const auto& [name, value] : flags) {
+      const size_t end = root.find('\n', at);
+      const std::string theirs = root.substr(at, end - at);
+      at = end + 1;
+      const std::string want = theirs.substr(theirs.find('=') + 1);
+      if (want != value) differs += (differs.empty() ? "" : ", ") + name + " " + value + " (rank 0: " + want + ")";
+    }
+  }
+  const int64_t first = ctl.min(differs.empty() ? INT64_MAX : ctl.rank());
+  if (first == INT64_MAX) return;
+  const std::string what = ctl.broadcast(differs, static_cast<int>(first));
+  ctl.agree(2, "rank " + std::to_string(first) + " was started differently from rank 0: " + what +
+                   " (every rank must get the same plan file and run flags)");
+}
+
 struct Session {
   Control& ctl;
   Plan plan;
@@ -77,8 +127,15 @@ struct Session {
           throw config_error(bad);
       fault_spec = fault_from_env();
     });
-    agreed(ctl, [&] { plan = load_plan(a.plan_path); });
+    int64_t plan_content = 0;
+    agreed(ctl, [&] {
+      plan = load_plan(a.plan_path);
+      // The content, not the file's bytes: the same plan as JSON on one rank and CBOR on another agrees.
+      const std::vector<uint8_t> canonical = encode_plan(plan, PlanFormat::Cbor);
+      plan_content = stable_hash(std::string(canonical.begin(), canonical.end()));
+    });
     check_plan_agreement(ctl, plan, a.exec, a.plan_path);
+    check_flag_agreement(ctl, a, plan_content);
     // Before any allocation or communication: every transfer, fan-out and bucket in bounds, on its
     // meshes and groups, and no two params in one storage region (a hand-edited plan must not crash a
     // run or move bytes from outside a shard). Every rank checks the same plan, so all agree.
@@ -86,7 +143,7 @@ struct Session {
       const VerifyReport v = verify_plan(plan, 8, false);
       if (v.ok()) return;
       std::string what = a.plan_path + " fails static verification (" + std::to_string(v.problem_count) +
-                         " problems; reshard verify lists them):";
+                         (v.problem_count == 1 ? " problem" : " problems") + "; reshard verify lists them):";
       for (const std::string& p : v.problems) what += "\n  - " + p;
       throw config_error(what);
     });
@@ -149,13 +206,6 @@ int guarded(const RunArgs& a, F&& body) {
 // (output_file.h): an interrupted run leaves no truncated file under the final name.
 void write_json_atomic(const std::string& path, const nlohmann::json& j, bool force, const std::string& plan_path) {
   write_output("--json", path, j.dump(2) + "\n", force, {plan_path});
-}
-
-// FNV-1a: the same text hashes the same in every build (std::hash need not).
-int64_t stable_hash(const std::string& s) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return static_cast<int64_t>(h);
 }
 
 }  // namespace
