@@ -145,6 +145,31 @@ inspect)
   echo '{"format": "something-else"}' >other.json
   expect_rc 2 "$RESHARD" inspect other.json
   ;;
+catastrophic_regexes)
+  # Nested quantifiers against a long name of a's that ends in a mismatch: exponential backtracking in
+  # std::regex (killed at 15 s), linear in RE2. Both the --exclude and a --rules match must finish fast.
+  long=$(printf 'a%.0s' $(seq 1 40))
+  printf '{"params": {"%s.x.mlp.down_proj.weight": {"shape": [8, 8], "dtype": "bfloat16"}, "model.norm.weight": {"shape": [8], "dtype": "bfloat16"}}}' "$long" >m.json
+  printf '{"rules": [{"match": "^(a+)+$", "path": "misc"}]}' >rules.json
+  start=$(date +%s%N)
+  expect_rc 0 timeout 10 "$RESHARD" plan --model m.json --train-gpus 1 --gen-gpus 1 --exclude '^(a|aa)+$' \
+    --rules rules.json -o p.json
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  [ "$ms" -lt 5000 ] || fail "planning took $ms ms: a regex is not linear"
+  contains err.txt "wrote p.json"
+  ;;
+concurrent_writers)
+  # Two writers to one -o without --force: exactly one wins ("wrote"), the other reports that the
+  # file exists; the file is one complete plan, and no temporary is left.
+  "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json >a.out 2>a.err &
+  "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json >b.out 2>b.err &
+  wait
+  wins=$(cat a.err b.err | grep -c "wrote plan.json")
+  [ "$wins" -eq 1 ] || { cat a.err b.err >&2; fail "$wins writers report writing plan.json"; }
+  cat a.err b.err | grep -q "the file exists; pass --force" || fail "the loser does not say the file exists"
+  "$RESHARD" inspect plan.json >/dev/null || fail "plan.json is not a complete plan"
+  [ -z "$(ls | grep tmp)" ] || fail "a temporary is left: $(ls)"
+  ;;
 *)
   fail "unknown case"
   ;;

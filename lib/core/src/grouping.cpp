@@ -33,13 +33,14 @@ bool parse_expert_name(const std::string& n, ExpertName& out) {
   const size_t dot2 = body.rfind('.', dot - 1);
   if (dot2 == std::string::npos) return false;
   const std::string num = body.substr(dot2 + 1, dot - dot2 - 1);
-  if (num.empty() || num.size() > 6 || !std::all_of(num.begin(), num.end(), [](unsigned char c) { return std::isdigit(c); }))
+  if (num.empty() || !std::all_of(num.begin(), num.end(), [](unsigned char c) { return std::isdigit(c); }))
     return false;
   const std::string prefix = body.substr(0, dot2);
   static constexpr std::string_view kExperts = ".experts";
   if (prefix.size() <= kExperts.size() || prefix.compare(prefix.size() - kExperts.size(), kExperts.size(), kExperts) != 0)
     return false;
-  out = {prefix, std::stoi(num), proj, suffix};
+  // An expert's name with an index past 999999: an expert (refused by the caller), not a dense weight.
+  out = {prefix, num.size() > 6 ? -1 : std::stoi(num), proj, suffix};
   return true;
 }
 
@@ -60,7 +61,11 @@ std::vector<LogicalParam> group_params(const std::vector<TensorMeta>& tensors, P
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorMeta& t = tensors[i];
     ExpertName en;
-    if (parse_expert_name(t.name, en)) {
+    if (parse_expert_name(t.name, en) && en.expert < 0) {
+      problems.add(t.name + ": expert index beyond 999999 (at most a million experts per group)");
+      continue;
+    }
+    if (en.expert >= 0) {
       const std::string gname = en.prefix + "." + en.proj + "." + en.suffix;
       auto [it, fresh] = groups.try_emplace(gname, Group{out.size(), {}});
       if (fresh) {

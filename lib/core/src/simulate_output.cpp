@@ -128,9 +128,11 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
        format_bytes(r.busiest_link_bytes).c_str(), r.busiest_link_seconds * 1e3);
   line("# bytes over NVLink %s, over NICs %s, copied in memory %s\n", format_bytes(r.nvlink_bytes).c_str(),
        format_bytes(r.nic_bytes).c_str(), format_bytes(r.copy_bytes).c_str());
-  line("# lower bound: %s on the busiest rank (plan), %.3f ms on this system; predicted total is %.2fx that\n",
-       format_bytes(r.lower_bound_bytes).c_str(), r.lower_bound_seconds * 1e3,
-       r.lower_bound_seconds > 0 ? r.total_seconds / r.lower_bound_seconds : 1.0);
+  if (r.lower_bound_bytes <= 0 || r.lower_bound_seconds <= 0)  // nothing bulk: no ratio to speak of
+    line("# lower bound: 0 B on the busiest rank (no bulk bytes); the prediction is latency and misc only\n");
+  else
+    line("# lower bound: %s on the busiest rank (plan), %.3f ms on this system; predicted total is %.2fx that\n",
+         format_bytes(r.lower_bound_bytes).c_str(), r.lower_bound_seconds * 1e3, r.total_seconds / r.lower_bound_seconds);
   return out;
 }
 
