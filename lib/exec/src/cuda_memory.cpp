@@ -36,6 +36,16 @@ class CudaMemory final : public Memory {
     cudaFreeHost(host_counter_);
   }
   MemoryKind kind() const override { return MemoryKind::Device; }
+  int64_t available_bytes() const override {
+    size_t free = 0, total = 0;
+    if (cudaSetDevice(ctx_->device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) return -1;
+    return static_cast<int64_t>(free);
+  }
+  std::string pool() const override {
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, ctx_->device) != cudaSuccess) return "GPU " + std::to_string(ctx_->device);
+    return std::string("GPU ") + bus;
+  }
 
   void* alloc(int64_t bytes) override {
     void* p = nullptr;

@@ -1,4 +1,5 @@
 // Host memory for the MPI transport: aligned blocks, synchronous region operations.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -19,6 +20,16 @@ class HostMemory final : public Memory {
     for (auto& [p, bytes] : sizes_) std::free(p);
   }
   MemoryKind kind() const override { return MemoryKind::Host; }
+  int64_t available_bytes() const override {
+    std::FILE* f = std::fopen("/proc/meminfo", "r");
+    if (f == nullptr) return -1;
+    char line[256];
+    long long kib = -1;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+    std::fclose(f);
+    return kib < 0 ? -1 : static_cast<int64_t>(kib) * 1024;
+  }
 
   void* alloc(int64_t bytes) override {
     const int64_t rounded = ((std::max<int64_t>(bytes, 1) + 63) / 64) * 64;

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +16,8 @@
 #include "fault_hook.h"
 #include "reshard/core/output_file.h"
 #include "reshard/core/plan_io.h"
+#include "reshard/core/storage.h"
+#include "reshard/core/units.h"
 #include "reshard/core/verify.h"
 #include "reshard/exec/ceiling.h"
 #include "reshard/exec/report.h"
@@ -107,6 +111,49 @@ void check_flag_agreement(Control& ctl, const RunArgs& a, int64_t plan_content) 
                    " (every rank must get the same plan file and run flags)");
 }
 
+// What this rank will allocate at most: its storages (scales included), the wire staging and the
+// landing pool (each bounded by --staging-bytes and by what the rank holds) and its largest misc bucket.
+int64_t rank_need_bytes(const Plan& plan, int rank, const ExecOptions& o) {
+  int64_t need = 0;
+  for (const auto& list : {src_storages(plan, rank), dst_storages(plan, rank)})
+    for (const LocalStorage& s : list) need += s.bytes() + s.scale_bytes();
+  int64_t bucket = 0;
+  for (const MiscBucket& b : plan.buckets) bucket = std::max(bucket, b.bytes);
+  return need + 2 * std::min(o.staging_bytes, need) + bucket;
+}
+
+// Collectively, before anything is allocated: the ranks sharing a memory pool (one host, one GPU)
+// must fit in what it has free; else an agreed Error(Config) with the estimate and what is there.
+void check_memory_fits(Control& ctl, const Plan& plan, const ExecOptions& o, const Memory& memory) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string pool = std::string(host) + " " + memory.pool();
+  const int64_t key = stable_hash(pool), need = rank_need_bytes(plan, ctl.rank(), o);
+  int64_t avail = memory.available_bytes();
+  if (const char* fake = std::getenv("RESHARD_FAKE_AVAILABLE_BYTES")) avail = std::atoll(fake);  // test hook
+  std::vector<uint8_t> mine(24);
+  std::memcpy(mine.data(), &key, 8);
+  std::memcpy(mine.data() + 8, &need, 8);
+  std::memcpy(mine.data() + 16, &avail, 8);
+  const std::vector<uint8_t> all = ctl.allgather(mine, 24);
+  int64_t total = 0, ranks = 0, least = INT64_MAX;
+  for (int r = 0; r < ctl.size(); ++r) {
+    int64_t k, n, v;
+    std::memcpy(&k, all.data() + 24 * r, 8);
+    std::memcpy(&n, all.data() + 24 * r + 8, 8);
+    std::memcpy(&v, all.data() + 24 * r + 16, 8);
+    if (k != key) continue;
+    total += n;
+    ++ranks;
+    if (v >= 0) least = std::min(least, v);
+  }
+  const bool short_of = least != INT64_MAX && total > least;
+  ctl.agree(short_of ? 2 : 0,
+            pool + ": its " + std::to_string(ranks) + " rank(s) need about " + format_bytes(total) +
+                " (storages, staging and landings, the largest misc bucket), " + format_bytes(least == INT64_MAX ? 0 : least) +
+                " is available: use more GPUs or hosts, a smaller --staging-bytes or --bucket-bytes");
+}
+
 struct Session {
   Control& ctl;
   Plan plan;
@@ -154,10 +201,9 @@ struct Session {
       transport = std::move(wrapped);
     }
     transport->setup(plan.groups, a.exec.streams);  // collective; MPI failures here abort
-    agreed(ctl, [&] {
-      memory = make_memory_for(*transport);
-      exec = std::make_unique<Executor>(plan, ctl.rank(), *transport, *memory, a.exec);
-    });
+    agreed(ctl, [&] { memory = make_memory_for(*transport); });
+    check_memory_fits(ctl, plan, a.exec, *memory);
+    agreed(ctl, [&] { exec = std::make_unique<Executor>(plan, ctl.rank(), *transport, *memory, a.exec); });
   }
 };
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "reshard/core/box.h"
 #include "reshard/exec/region_ops.h"
@@ -19,6 +20,11 @@ class Memory {
  public:
   virtual ~Memory() = default;
   virtual MemoryKind kind() const = 0;
+  // What can still be allocated where this memory lives (host: MemAvailable; device: cudaMemGetInfo's
+  // free bytes), or -1 when unknown; and a name for that pool, equal on ranks that share it
+  // ("host", "GPU 0000:1b:00.0"). run checks the plan's needs against it before allocating.
+  virtual int64_t available_bytes() const { return -1; }
+  virtual std::string pool() const { return "host memory"; }
   // Never returns null (a zero-byte request gets a valid one-byte block). Throws Error(Runtime).
   virtual void* alloc(int64_t bytes) = 0;
   virtual void free(void* p) = 0;
