@@ -127,7 +127,7 @@ int64_t rank_need_bytes(const Plan& plan, int rank, const ExecOptions& o) {
 void check_memory_fits(Control& ctl, const Plan& plan, const ExecOptions& o, const Memory& memory) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  const std::string pool = std::string(host) + " " + memory.pool();
+  const std::string pool = memory.pool() + " of " + host;
   const int64_t key = stable_hash(pool), need = rank_need_bytes(plan, ctl.rank(), o);
   int64_t avail = memory.available_bytes();
   if (const char* fake = std::getenv("RESHARD_FAKE_AVAILABLE_BYTES")) avail = std::atoll(fake);  // test hook
