@@ -170,8 +170,8 @@ struct Session {
       const std::string bad = validate(a);
       if (!bad.empty()) throw config_error(bad);
       if (ctl.rank() == 0 && !a.json_path.empty())
-        if (const std::string bad = output_problem("--json", a.json_path, a.force, {a.plan_path}); !bad.empty())
-          throw config_error(bad);
+        if (const std::string out = output_problem("--json", a.json_path, a.force, {a.plan_path}); !out.empty())
+          throw config_error(out);
       fault_spec = fault_from_env();
     });
     int64_t plan_content = 0;
