@@ -447,7 +447,9 @@ TEST(Megatron, EtpDefaultsToTpOnTheTrainSide) {
   const Plan one = plan_reshard(m, s, PlanOptions{});
   EXPECT_FALSE(one.system.train.etp_default);
   for (const LocalStorage& st : src_storages(one, 1))
-    if (st.name == gate.name) EXPECT_EQ(st.members.at(0).box.str(), "[32:64, 0:768, 0:64]");
+    if (st.name == gate.name) {
+      EXPECT_EQ(st.members.at(0).box.str(), "[32:64, 0:768, 0:64]");
+    }
 }
 
 }  // namespace

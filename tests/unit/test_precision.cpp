@@ -355,7 +355,9 @@ TEST(Precision, Float16AndFloat32ModelsLandAsTrainedOnly) {
       } catch (const Error& e) {
         const std::string what = e.what();
         EXPECT_NE(what.find("on a " + name + " model"), std::string::npos) << what;
-        if (g == GenPrecision::Mxfp8) EXPECT_NE(what.find("requires policy.precision='bfloat16'"), std::string::npos) << what;
+        if (g == GenPrecision::Mxfp8) {
+          EXPECT_NE(what.find("requires policy.precision='bfloat16'"), std::string::npos) << what;
+        }
       }
     }
   }
