@@ -170,6 +170,25 @@ concurrent_writers)
   "$RESHARD" inspect plan.json >/dev/null || fail "plan.json is not a complete plan"
   [ -z "$(ls | grep tmp)" ] || fail "a temporary is left: $(ls)"
   ;;
+simulate_no_bulk)
+  # A plan with no bulk bytes has no bound to compare with: no "2397751.13x" ratio.
+  printf '{"params": {"model.norm.weight": {"shape": [8], "dtype": "bfloat16"}}}' >m.json
+  expect_rc 0 "$RESHARD" plan --model m.json --train-gpus 1 --gen-gpus 1 -o p.json
+  expect_rc 0 "$RESHARD" simulate p.json
+  contains out.txt "no bulk bytes"
+  grep -q "x that" out.txt && fail "a ratio to a zero bound"
+  true
+  ;;
+usage_error_once)
+  # Under a launcher every rank parses the same bad flag: only rank 0 prints, with the prefix.
+  OMPI_COMM_WORLD_RANK=3 "$RESHARD" run --bogus >out.txt 2>err.txt
+  [ $? -eq 2 ] || fail "rank 3: exit $?, expected 2"
+  [ ! -s err.txt ] && [ ! -s out.txt ] || fail "rank 3 printed: $(cat err.txt out.txt)"
+  OMPI_COMM_WORLD_RANK=0 "$RESHARD" run --bogus >out.txt 2>err.txt
+  [ $? -eq 2 ] || fail "rank 0: exit $?, expected 2"
+  head -n 1 err.txt | grep -q '^reshard: ' || fail "rank 0's message lacks the prefix: $(cat err.txt)"
+  [ "$(grep -c 'reshard: ' err.txt)" -eq 1 ] || fail "printed more than once: $(cat err.txt)"
+  ;;
 *)
   fail "unknown case"
   ;;
