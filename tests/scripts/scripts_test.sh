@@ -46,6 +46,22 @@ PY
     fi
     grep -q "FAILED" "$T/f" || fail "no FAILED verdict: $(cat "$T/f")"
     ;;
+  perf_gate_bench_aggregates)  # BigO / RMS entries (coefficients, no cpu_time) and skips are not times
+    python3 - "$T/b.json" <<'PY' || fail "could not write the record"
+import json, sys
+run = lambda name, t: {"name": name, "run_name": name, "run_type": "iteration", "cpu_time": t, "time_unit": "ms"}
+doc = {"benchmarks": [run("BM_Reference_Sort1M", 50.0), run("BM_Load_DeepSeekV3", 100.0),
+    {"name": "BM_Plan_Qwen3_4B_DpN_BigO", "run_name": "BM_Plan_Qwen3_4B_DpN", "run_type": "aggregate",
+     "aggregate_name": "BigO", "cpu_coefficient": 1.0, "real_coefficient": 1.0, "big_o": "N"},
+    {"name": "BM_Plan_Qwen3_4B_DpN_RMS", "run_name": "BM_Plan_Qwen3_4B_DpN", "run_type": "aggregate",
+     "aggregate_name": "RMS", "rms": 0.01},
+    {"name": "BM_Skipped", "run_name": "BM_Skipped", "run_type": "iteration", "error_occurred": False,
+     "skipped": True, "error_message": "skipped"}]}
+json.dump(doc, open(sys.argv[1], "w"))
+PY
+    python3 scripts/perf_gate "$T/b.json" "$T/b.json" >"$T/g" 2>&1 || fail "the gate failed on itself: $(cat "$T/g")"
+    grep -q "load_deepseek_v3" "$T/g" || fail "the timed entry was not compared: $(cat "$T/g")"
+    ;;
   *) fail "unknown case $CASE" ;;
 esac
 echo "ok: $CASE"
