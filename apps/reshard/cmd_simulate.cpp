@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "batch_flags.h"
 #include "commands.h"
 #include "reshard/core/error.h"
 #include "reshard/core/plan_io.h"
@@ -20,8 +21,9 @@ namespace {
 struct SimulateArgs {
   std::string plan, system = "h100-nvl8-ib400";
   std::string gpus_per_node, nvlink_gbps, nic_gbps, latency_us, nvlink_latency_us, nic_latency_us, launch_us,
-      per_op_us, streams, batch_ops, batch_bytes, staging_bytes, copy_gbps, shared_copy_gbps, wire_copies,
+      per_op_us, copy_gbps, shared_copy_gbps, wire_copies,
       per_copy_us, per_launch_us, switch_us, slice_us, algo, ipc_mode = "push";
+  BatchFlags batch;
   bool json = false;
 };
 
@@ -77,19 +79,13 @@ int run_simulate(const SimulateArgs& a) {
   real(a.per_launch_us, "--per-launch-us", m.per_launch_us);
   real(a.switch_us, "--switch-us", m.switch_us);
   real(a.slice_us, "--slice-us", m.slice_us);
-  if (a.algo == "golden") m.algo = SimAlgo::Golden;
+  if (a.algo == "golden") m.algo = Algo::Golden;
   else if (!a.algo.empty() && a.algo != "reshard")
     problems.add("--algo: expected reshard or golden, got '" + a.algo + "'");
   // The executor's default (RESHARD_CUDA_IPC_MODE); it changes the copy model only where box_ops is on.
   if (a.ipc_mode == "push" || a.ipc_mode == "pull") m.ipc_push = a.ipc_mode == "push";
   else problems.add("--ipc-mode: expected push (the default) or pull, got '" + a.ipc_mode + "'");
-  integer(a.streams, "--streams", m.streams, 1, 1024);
-  integer(a.batch_ops, "--batch-ops", m.batch_ops, 1, INT64_MAX);
-  if (!a.batch_bytes.empty()) guarded(problems, [&] { m.batch_bytes = parse_size(a.batch_bytes, "--batch-bytes"); });
-  if (!a.staging_bytes.empty())
-    guarded(problems, [&] { m.staging_bytes = parse_size(a.staging_bytes, "--staging-bytes"); });
-  // The executor's message cap (ExecOptions::max_message_bytes): staging, batch bytes, 1 GiB.
-  m.max_message_bytes = std::max<int64_t>(64, std::min({m.staging_bytes, m.batch_bytes, int64_t{1} << 30}));
+  m.batch = resolve_batch_flags(a.batch, problems);
   validate_system_model(m, problems);
   const size_t n = problems.list().size();
   problems.throw_if_any("invalid simulate configuration (" + std::to_string(n) + (n == 1 ? " problem):" : " problems):"));
@@ -120,10 +116,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--nic-latency-us", args->nic_latency_us, "Latency per batch over the NIC, us");
   cmd->add_option("--launch-us", args->launch_us, "Launch cost per stream per batch, us");
   cmd->add_option("--per-op-us", args->per_op_us, "Cost per op in a batch, us");
-  cmd->add_option("--streams", args->streams, "Executor streams (default 2)");
-  cmd->add_option("--batch-ops", args->batch_ops, "Executor batch cap in ops (default 64)");
-  cmd->add_option("--batch-bytes", args->batch_bytes, "Executor batch cap in bytes, e.g. 256Mi (default)");
-  cmd->add_option("--staging-bytes", args->staging_bytes, "Executor staging bytes, e.g. 256Mi (default)");
+  add_batch_flags(*cmd, args->batch);  // the same knobs as `run`
   cmd->add_option("--algo", args->algo, "reshard (default) or golden (whole shards broadcast, as run --algo golden)");
   cmd->add_option("--ipc-mode", args->ipc_mode,
                   "cuda-ipc mode the copy model follows where box ops are on (h200-shared-1gpu*): push "

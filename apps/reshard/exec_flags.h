@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "batch_flags.h"
 #include "commands.h"
 #include "reshard/core/units.h"
 #include "reshard/exec/runner.h"
@@ -11,9 +12,7 @@ namespace reshard::cli {
 
 struct ExecFlags {
   RunArgs args;
-  std::string batch_bytes = "256Mi", staging_bytes = "256Mi";
-  int64_t batch_ops = 64;
-  int streams = 2;
+  BatchFlags batch;
 };
 
 inline void add_exec_flags(CLI::App& cmd, ExecFlags& f) {
@@ -23,28 +22,14 @@ inline void add_exec_flags(CLI::App& cmd, ExecFlags& f) {
   cmd.add_option("--timeout", f.args.timeout_s,
                  "Seconds a rank waits for another (dead or hung?) without progress before every rank stops "
                  "with an error naming it (default 300)");
-  cmd.add_option("--streams", f.streams, "Streams; train PP stage s runs on stream s % N");
-  cmd.add_option("--batch-ops", f.batch_ops, "Most ops posted per batch");
-  cmd.add_option("--batch-bytes", f.batch_bytes, "Most bytes posted per batch (K/M/G or Ki/Mi/Gi)");
-  cmd.add_option("--staging-bytes", f.staging_bytes, "Staging buffer for strided boxes (K/M/G or Ki/Mi/Gi)");
+  add_batch_flags(cmd, f.batch);
 }
 
 // Resolves the string flags; throws Error(Config) for a bad size. Keeps the command line for the JSON.
 inline RunArgs finish_exec_flags(ExecFlags& f, CLI::App& app) {
   RunArgs a = f.args;
-  a.exec.streams = f.streams;
-  a.exec.batch_ops = f.batch_ops;
   Problems problems;
-  try {
-    a.exec.batch_bytes = parse_size(f.batch_bytes, "--batch-bytes");
-  } catch (const Error& e) {
-    problems.add(e.what());
-  }
-  try {
-    a.exec.staging_bytes = parse_size(f.staging_bytes, "--staging-bytes");
-  } catch (const Error& e) {
-    problems.add(e.what());
-  }
+  a.exec = resolve_batch_flags(f.batch, problems);
   problems.throw_if_any("invalid arguments:");
   a.command_line = "reshard " + app.get_subcommands().front()->get_name();
   for (const auto* opt : app.get_subcommands().front()->get_options()) {

@@ -9,9 +9,9 @@
 #include "reshard/core/model.h"
 #include "reshard/core/pattern.h"
 #include "reshard/core/planner.h"
-#include "reshard/exec/landing_layout.h"
+#include "reshard/core/landing_layout.h"
 #include "reshard/exec/memory.h"
-#include "reshard/exec/ops.h"
+#include "reshard/core/ops.h"
 
 namespace reshard {
 namespace {

@@ -84,7 +84,7 @@ TEST_P(ExecutorCase, PlanAndGoldenDeliverEveryByte) {
   auto transport = make_transport("mpi", ctl);
   auto memory = make_memory_for(*transport);
   // Tiny batches and staging: splitting, staging reuse and batch cuts all get exercised.
-  ExecOptions o;
+  BatchPolicy o;
   o.streams = 2;
   o.batch_ops = 5;
   o.batch_bytes = 16 << 10;
@@ -163,7 +163,7 @@ TEST(Agreement, DifferentPlansFailEveryRankWithOneMessage) {
   Plan plan = make_plan(c);
   if (ctl.rank() == 1) plan.fingerprint = "0123456789abcdef";
   try {
-    check_plan_agreement(ctl, plan, ExecOptions{}, "p.json");
+    check_plan_agreement(ctl, plan, BatchPolicy{}, "p.json");
     ADD_FAILURE() << "mismatched fingerprints accepted";
   } catch (const AgreedError& e) {
     EXPECT_EQ(e.code(), ErrorCode::Config);
@@ -180,7 +180,7 @@ TEST(Agreement, WorldSizeMustMatchThePlan) {
   c.gen = par(1);
   const Plan plan = make_plan(c);
   try {
-    check_plan_agreement(ctl, plan, ExecOptions{}, "p.json");
+    check_plan_agreement(ctl, plan, BatchPolicy{}, "p.json");
     ADD_FAILURE() << "world size mismatch accepted";
   } catch (const AgreedError& e) {
     EXPECT_EQ(e.code(), ErrorCode::Config);

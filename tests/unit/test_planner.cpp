@@ -74,7 +74,8 @@ TEST(Planner, SeedQwen3_30B_EP8PP2toTP8DP2) {
 namespace reshard {
 namespace {
 
-// Units go to stream (stage % streams) and are taken round-robin: stage 0 and 1 alternate.
+// Units go to stream (stage % streams) and are taken round-robin over the stages: stage 0 and 1
+// alternate, whatever the number of streams (one stream: 0, 2, 1, 3, then the bucket).
 TEST(Schedule, WorkUnitsRoundRobinOverStageStreams) {
   ModelMeta m;
   m.name = "two-stage";
@@ -91,7 +92,10 @@ TEST(Schedule, WorkUnitsRoundRobinOverStageStreams) {
   EXPECT_EQ(two[1].index, 2u);  // layer 2 is the first param of stage 1
   EXPECT_TRUE(two.back().bucket);
   const std::vector<WorkUnit> one = work_units(plan, 1);
-  for (size_t i = 0; i + 1 < one.size(); ++i) EXPECT_EQ(one[i].index, i);  // plan order
+  std::vector<uint32_t> order;
+  for (const WorkUnit& u : one) order.push_back(u.index);
+  EXPECT_EQ(order, (std::vector<uint32_t>{0, 2, 1, 3, 0}));
+  for (const WorkUnit& u : one) EXPECT_EQ(u.stream, 0);
 }
 
 }  // namespace

@@ -61,12 +61,20 @@ Plan p2p_plan(int n, int64_t elems) {
   param.path = Path::Bulk;
   param.transfer_begin = 0;
   param.transfer_count = static_cast<uint64_t>(n);
+  // Rank 0 holds the whole tensor, rank 1 receives it whole: one storage each, offsets = global.
+  param.src.mesh = Mesh{{"dp"}, {1}, {0}};
+  param.src.placements = {Placement{}};
+  param.dst.mesh = Mesh{{"dp"}, {1}, {1}};
+  param.dst.placements = {Placement{}};
+  param.group = 0;
+  p.groups.push_back(CommGroup{"bulk", 0, {0, 1}});
   p.params.push_back(param);
   for (int i = 0; i < n; ++i) {
     Transfer t;
     t.src = 0;
     t.dst = 1;
     t.box = Box{Dims{elems * i}, Dims{elems}};
+    t.src_local = t.dst_local = t.box.offset;
     p.transfers.push_back(t);
   }
   return p;
@@ -105,13 +113,13 @@ TEST(Simulate, BatchesFollowTheOpCap) {
   EXPECT_EQ(r.phases[0].batches, 2);
   EXPECT_NEAR(r.total_seconds, 2 * 15e-6 + 65 * 1024 / 1e9, 1e-12);
   // A byte cap of 4 KiB: 17 batches (16 of 4 ops, one of 1).
-  m.batch_bytes = 4096;
+  m.batch.batch_bytes = 4096;
   EXPECT_EQ(simulate(p2p_plan(65, 512), m).phases[0].batches, 17);
 }
 
 TEST(Simulate, LargeBoxesSplitAtTheMessageCap) {
   SystemModel m = model(1, 100, 1);
-  m.batch_bytes = m.max_message_bytes = 1 << 20;
+  m.batch.batch_bytes = 1 << 20;
   const SimResult r = simulate(p2p_plan(1, 5 << 20), m);  // 10 MiB -> 10 messages, one per batch
   EXPECT_EQ(r.phases[0].ops, 10);
   EXPECT_EQ(r.phases[0].batches, 10);
@@ -203,7 +211,7 @@ TEST(SystemPresets, UnknownNameListsTheKnownOnes) {
 
 TEST(SystemPresets, BadValuesAreAllReported) {
   SystemModel m = model(0, 0, -1);
-  m.streams = 0;
+  m.batch.streams = 0;
   Problems p;
   validate_system_model(m, p);
   EXPECT_EQ(p.list().size(), 4u);

@@ -60,7 +60,7 @@ TEST(SimulateCopies, SerialIssueAddsEveryRanksOpsAndCopies) {
   m.per_op_us = 2;
   m.per_copy_us = 3;
   m.nvlink_latency_us = 50;  // one batch
-  m.batch_ops = 1 << 20;
+  m.batch.batch_ops = 1 << 20;
   const double bytes = static_cast<double>(received_bulk_bytes(p));
   const SimResult own = simulate(p, m);  // the gen rank alone: latency + its ops and copies + its bytes
   EXPECT_NEAR(own.phases.front().seconds, 50e-6 + n * 2e-6 + n * 3e-6 + bytes / 100e9, 1e-12);
@@ -77,7 +77,7 @@ TEST(SimulateCopies, TransportCopiesOfABatchShareOneLaunchPerPeer) {
   const Plan p = small_plan(n, 1, 1, 1, 1);
   SystemModel m = shared(1e6);
   m.per_launch_us = 7;
-  m.batch_ops = 4;
+  m.batch.batch_ops = 4;
   const SimPhase bulk = simulate(p, m).phases.front();
   EXPECT_EQ(bulk.launches, n / 4);
   EXPECT_EQ(bulk.copies, n);
@@ -138,7 +138,7 @@ TEST(SimulateCopies, GoldenMovesWholeShardsAndIsSlower) {
   const Plan p = small_plan(32, 2, 1, 2, 2);
   SystemModel m = find_system_preset("h200-shared-1gpu");
   const SimResult reshard = simulate(p, m);
-  m.algo = SimAlgo::Golden;
+  m.algo = Algo::Golden;
   const SimResult golden = simulate(p, m);
   EXPECT_GT(golden.copy_bytes, reshard.copy_bytes);
   EXPECT_GT(golden.phases.front().seconds, reshard.phases.front().seconds);
@@ -167,7 +167,7 @@ TEST(SimulateCopies, PresetsAreValidAndCopyModelled) {
 
 TEST(SimulateCopies, LowerBoundNeverExceedsThePredictionWithCopies) {
   for (const SystemModel& preset : system_presets())
-    for (SimAlgo algo : {SimAlgo::Reshard, SimAlgo::Golden})
+    for (Algo algo : {Algo::Reshard, Algo::Golden})
       for (int n : {1, 64}) {
         SystemModel m = preset;
         m.algo = algo;
@@ -181,7 +181,7 @@ TEST(SimulateCopies, BadCopyValuesAreReported) {
   SystemModel m = shared(1);
   m.copy_gbps = -1;
   m.wire_copies = -2;
-  m.staging_bytes = 0;
+  m.batch.staging_bytes = 0;
   m.per_launch_us = -1;
   Problems p;
   validate_system_model(m, p);

@@ -124,7 +124,7 @@ TEST(SimulatePush, GoldenRootFansTheShardOutIntoEveryStaging) {
   // same unpacks, which stay the members'.
   const Plan p = test::small_mlp_plan(8, "sim-push", 1, 2, 2);
   SystemModel m = one_gpu(false);
-  m.algo = SimAlgo::Golden;
+  m.algo = Algo::Golden;
   const SimPhase pull = simulate(p, m).phases.front();
   m.ipc_push = true;
   const SimPhase push = simulate(p, m).phases.front();
@@ -153,7 +153,7 @@ TEST(SimulatePush, OnlyCudaIpcHasAMode) {
 
 TEST(SimulatePush, PushIsFasterOnTheSharedGpuAndAboveTheLowerBound) {
   for (const char* name : {"h200-shared-1gpu", "h200-shared-1gpu-mps"})
-    for (SimAlgo algo : {SimAlgo::Reshard, SimAlgo::Golden})
+    for (Algo algo : {Algo::Reshard, Algo::Golden})
       for (int n : {1, 64}) {
         SystemModel m = find_system_preset(name);
         m.algo = algo;

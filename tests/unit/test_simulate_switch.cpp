@@ -30,7 +30,7 @@ TEST(SimulateSwitch, EachTransportPassOfEveryRankWaitsForASwitch) {
   EXPECT_NEAR(bulk.seconds, 2 * 30e-6, 1e-9);
   // Batches of 2 ops: 4 batches per gen rank, a pass each.
   SystemModel m = test::time_sliced_gpu("switch-test", 30);
-  m.batch_ops = 2;
+  m.batch.batch_ops = 2;
   const SimPhase batched = simulate(p, m).phases.front();
   EXPECT_EQ(batched.switches, 8);
   EXPECT_NEAR(batched.seconds, 8 * 30e-6, 1e-9);
@@ -59,7 +59,7 @@ TEST(SimulateSwitch, PacksAndUnpacksShareTheirRanksTimeSlice) {
 TEST(SimulateSwitch, NoTermWithoutSerialIssueOrAtZero) {
   // Under MPS (no serial issue) or with switch_us 0 every prediction is the model's without the term.
   for (const SystemModel& preset : system_presets())
-    for (SimAlgo algo : {SimAlgo::Reshard, SimAlgo::Golden}) {
+    for (Algo algo : {Algo::Reshard, Algo::Golden}) {
       SystemModel base = preset;
       base.algo = algo;
       base.switch_us = 0;

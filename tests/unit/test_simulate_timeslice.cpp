@@ -60,7 +60,7 @@ TEST(SimulateSlice, BatchesAreSeparateRuns) {
   // between batches, so each batch is switched in again.
   const Plan p = two_peer_plan(8);
   SystemModel m = test::time_sliced_gpu("slice-test", 30, 0);
-  m.batch_ops = 2;
+  m.batch.batch_ops = 2;
   const SimPhase per_pass = simulate(p, m).phases.front();
   m.slice_us = 1e6;
   const SimPhase sliced = simulate(p, m).phases.front();
@@ -74,7 +74,7 @@ TEST(SimulateSlice, NeverMoreSwitchesThanPassesWhileBatchesFitASlice) {
   // only merge, and the lower bound still holds; without serial issue or switch cost nothing changes.
   const Plan p = test::small_mlp_plan(16, "sim-slice", 2, 2, 2);
   for (const SystemModel& preset : system_presets())
-    for (SimAlgo algo : {SimAlgo::Reshard, SimAlgo::Golden})
+    for (Algo algo : {Algo::Reshard, Algo::Golden})
       for (bool push : {false, true}) {
         SystemModel base = preset;
         base.algo = algo;

@@ -60,7 +60,7 @@ inline SystemModel one_shared_gpu(const std::string& name, double gbps) {
   m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
   m.box_ops = true;
   m.linear_broadcast_max = 1 << 20;
-  m.batch_ops = 1 << 20;
+  m.batch.batch_ops = 1 << 20;
   return m;
 }
 

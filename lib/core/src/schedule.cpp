@@ -7,23 +7,29 @@ namespace reshard {
 
 std::vector<WorkUnit> work_units(const Plan& plan, int streams) {
   streams = std::max(streams, 1);
-  std::vector<std::vector<WorkUnit>> queues(streams);
+  // One queue per train PP stage, taken round-robin: every stage's ranks have work from the start
+  // (queues per stream would keep stages s + streams, s + 2·streams, ... idle until s finished).
+  const int stages = std::max(plan.system.train.pp, 1);
+  std::vector<std::vector<WorkUnit>> queues(stages);
+  auto add = [&](int stage, bool bucket, uint32_t index) {
+    stage = std::clamp(stage, 0, stages - 1);
+    queues[stage].push_back({bucket, index, stage % streams});
+  };
   for (uint32_t p = 0; p < plan.params.size(); ++p) {
     const ParamPlan& param = plan.params[p];
     if (param.path == Path::Bulk) {
-      const int s = param.pp_stage % streams;
-      queues[s].push_back({false, p, s});
+      add(param.pp_stage, false, p);
     } else if (param.bucket >= 0 && param.bucket < static_cast<int>(plan.buckets.size())) {
       const MiscBucket& b = plan.buckets[param.bucket];
-      const int s = b.pp_stage % streams;
-      if (!b.params.empty() && b.params.front() == p) queues[s].push_back({true, static_cast<uint32_t>(param.bucket), s});
+      if (!b.params.empty() && b.params.front() == p)
+        add(b.pp_stage, true, static_cast<uint32_t>(param.bucket));
     }
   }
   std::vector<WorkUnit> order;
-  std::vector<size_t> next(streams, 0);
+  std::vector<size_t> next(queues.size(), 0);
   for (bool more = true; more;) {
     more = false;
-    for (int s = 0; s < streams; ++s) {
+    for (size_t s = 0; s < queues.size(); ++s) {
       if (next[s] >= queues[s].size()) continue;
       order.push_back(queues[s][next[s]++]);
       more = true;

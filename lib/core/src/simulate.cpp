@@ -9,7 +9,8 @@
 #include <tuple>
 
 #include "reshard/core/box.h"
-#include "reshard/core/schedule.h"
+#include "reshard/core/batch_policy.h"
+#include "reshard/core/ops.h"
 #include "reshard/core/stats.h"
 #include "reshard/core/storage.h"
 
@@ -24,8 +25,6 @@ const char* to_string(LinkResource r) {
   }
   return "?";
 }
-
-const char* to_string(SimAlgo a) { return a == SimAlgo::Reshard ? "reshard" : "golden"; }
 
 void validate_system_model(const SystemModel& m, Problems& problems) {
   auto positive = [&](double v, const char* what) {
@@ -49,12 +48,7 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
   non_negative(m.per_launch_us, "--per-launch-us");
   non_negative(m.switch_us, "--switch-us");
   non_negative(m.slice_us, "--slice-us");
-  if (m.staging_bytes < 1) problems.add("--staging-bytes must be positive, got " + std::to_string(m.staging_bytes));
-  if (m.streams < 1) problems.add("--streams must be at least 1, got " + std::to_string(m.streams));
-  if (m.batch_ops < 1) problems.add("--batch-ops must be at least 1, got " + std::to_string(m.batch_ops));
-  if (m.batch_bytes < 1) problems.add("--batch-bytes must be positive, got " + std::to_string(m.batch_bytes));
-  if (m.max_message_bytes < 1)
-    problems.add("max message bytes must be positive, got " + std::to_string(m.max_message_bytes));
+  m.batch.validate(problems);  // the executor's bounds (batch_policy.h)
 }
 
 namespace {
@@ -66,15 +60,10 @@ using Bytes4 = std::array<int64_t, kResources>;
 
 int res_index(bool nic, bool send) { return (nic ? 2 : 0) + (send ? 0 : 1); }
 
-// One op as one rank sees it.
+// One op as one rank sees it: what it costs there.
 struct OpCost {
-  int stream = 0;
-  int64_t bytes = 0;      // wire bytes (batch byte cap)
   Bytes4 res{};           // bytes on each of the rank's resources
   double latency = 0;     // seconds
-  uint32_t param = 0;
-  bool receives = false;  // lands in this rank's storage (the executor tracks these params)
-  bool fanout_root = false;
   int64_t copy_bytes = 0;  // copied in this rank's memory (copy model)
   int64_t copies = 0;      // copies this rank issues
   int64_t launches = 0;    // of them, the executor's packs and unpacks: one launch each
@@ -83,7 +72,6 @@ struct OpCost {
                            // batch, stream and peer share one launch)
   bool pulls = false;      // the transport copies for this op on this rank (wire copy, box pull or push)
   int64_t pass_bytes = 0;  // of copy_bytes, the transport's copies (made in passes)
-  int64_t staged = 0;      // staging the op takes (non-direct ops of staging transports)
 };
 
 // The local side of an op on one rank: its pieces (copies between the wire and the storages), their
@@ -93,17 +81,26 @@ struct Pieces {
   bool direct = true;
 };
 
+Pieces pieces_of(const Op* op) {
+  if (op == nullptr) return {0, 0, false};
+  Pieces p{static_cast<int64_t>(op->pieces.size()), 0, op->direct()};
+  for (const Piece& q : op->pieces) p.bytes += q.extent.product() * op->elem_size;
+  return p;
+}
+
 struct RankState {
-  // Current batch.
-  int64_t ops = 0, bytes = 0, copy_bytes = 0, copies = 0, launches = 0, staged = 0, pass_bytes = 0;
+  // Current batch: when it was posted (the end of the previous one) and what it holds.
+  double start = 0;
+  BatchFill fill;
+  int64_t copy_bytes = 0, copies = 0, launches = 0, pass_bytes = 0;
   std::vector<std::pair<int, int>> pulls;  // (stream, peer) of the transport's copies: a launch each
-  Bytes4 res{};
+  std::vector<std::pair<double, Bytes4>> wire;  // per op: when all its ranks had posted it, its bytes
   double latency = 0;
   uint32_t streams_used = 0;  // bit per stream (streams above 32 share bits; only the count matters)
   int stream_count = 0;
-  std::vector<uint32_t> received;
   // Totals.
-  double seconds = 0, fixed_seconds = 0;  // fixed: launch and latency of its batches
+  double seconds = 0, fixed_seconds = 0;  // seconds: the end of its last batch; fixed: launch and latency
+  double wait_seconds = 0;  // of seconds, waiting on ranks that posted their part of an op later
   int64_t batches = 0, total_ops = 0, total_copies = 0, total_launches = 0, total_copy_bytes = 0;
   int64_t total_passes = 0;  // the transport's batched launches (per batch, stream and peer)
   int64_t total_slices = 0;  // time slices its batches' passes need (SystemModel::slice_us)
@@ -112,17 +109,53 @@ struct RankState {
 
 // Which ops a run includes.
 struct Filter {
-  int stage = -1;  // bulk stage, -1: all
-  bool transfers = true, fanouts = true, misc = true;
+  int phase = -1;       // one phase (bulk stage or misc), -1: all
+  bool bulk_only = false, fanouts_only = false;
 };
 
-class Walker {
+// Every rank's op list, as the executor builds it (ops.h), and the ops of the global order with the
+// ranks that take part in each: messages[i] = (rank, index into its list), ranks ascending.
+struct OpLists {
+  std::vector<std::vector<Op>> ops;  // by rank
+  std::vector<std::vector<std::pair<int, uint32_t>>> messages;
+
+  OpLists(const Plan& plan, const SystemModel& m) : ops(plan.world()) {
+    struct Entry {
+      uint32_t unit, item, sub;
+      int rank;
+      uint32_t index;
+    };
+    std::vector<Entry> all;
+    const OpListOptions options = m.batch.op_list(m.algo);
+    for (int r = 0; r < plan.world(); ++r) {
+      ops[r] = build_ops(plan, r, rank_storages(plan, r), options);
+      for (uint32_t i = 0; i < ops[r].size(); ++i) all.push_back({ops[r][i].unit, ops[r][i].item, ops[r][i].sub, r, i});
+    }
+    std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) {
+      return std::tie(a.unit, a.item, a.sub, a.rank) < std::tie(b.unit, b.item, b.sub, b.rank);
+    });
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i == 0 || std::tie(all[i].unit, all[i].item, all[i].sub) != std::tie(all[i - 1].unit, all[i - 1].item, all[i - 1].sub))
+        messages.emplace_back();
+      messages.back().emplace_back(all[i].rank, all[i].index);
+    }
+  }
+};
+
+// Replays the op lists on a virtual clock: each rank cuts its list into batches by the batch policy,
+// as the executor does; a batch starts when the rank's previous batch ended; an op's bytes move once
+// every rank taking part has posted it (the latest of their batch starts), one op after another on
+// each of the rank's resources; a batch ends when its last op's bytes are through (or its copies
+// are done, whichever is later) plus its launch, latency and issue costs.
+class Replayer {
  public:
-  Walker(const Plan& plan, const SystemModel& m) : plan_(plan), m_(m), ranks_(plan.world()) {
+  Replayer(const Plan& plan, const SystemModel& m, const OpLists& lists)
+      : plan_(plan), m_(m), lists_(lists), ranks_(plan.world()) {
     beta_[0] = beta_[1] = m.nvlink_gbps * 1e9;
     beta_[2] = beta_[3] = m.nic_gbps * 1e9;
     copies_ = m.copy_gbps > 0;
     push_ = copies_ && m.box_ops && m.ipc_push;
+    misc_phase_ = phase_count(plan) - 1;
     domains_.resize(plan.groups.size());
     for (size_t g = 0; g < plan.groups.size(); ++g)
       for (int r : plan.groups[g].ranks) {  // sorted ranks: domains come in order
@@ -132,33 +165,31 @@ class Walker {
         }
         ++domains_[g].count.back();
       }
-    if (copies_) {  // where each rank's regions sit in its storages: what a pack or unpack copies
-      src_.resize(plan.world());
-      dst_.resize(plan.world());
-      for (int r = 0; r < plan.world(); ++r) {
-        for (const LocalStorage& st : src_storages(plan, r))
-          for (const StorageMember& mb : st.members) src_[r][mb.param] = st.shape;
-        for (const LocalStorage& st : dst_storages(plan, r))
-          for (const StorageMember& mb : st.members) dst_[r][mb.param].push_back({mb.box, st.shape});
-      }
-    }
   }
 
   void run(const Filter& f) {
-    for (const WorkUnit& u : work_units(plan_, m_.streams)) {
-      if (u.bucket) {
-        if (f.misc) bucket(u.index, u.stream);
-        continue;
+    std::vector<std::pair<int, const Op*>> parts;
+    std::vector<OpCost> costs;
+    for (const auto& message : lists_.messages) {
+      parts.clear();
+      for (const auto& [r, i] : message) {
+        const Op& op = lists_.ops[r][i];
+        if (!selected(op, f)) break;
+        parts.emplace_back(r, &op);
       }
-      if (f.stage >= 0 && f.stage != plan_.params[u.index].pp_stage) continue;
-      if (m_.algo == SimAlgo::Golden) {
-        if (f.transfers) golden(u.index, u.stream);
-        continue;
+      if (parts.size() != message.size() || parts.empty()) continue;
+      costs.assign(parts.size(), OpCost{});
+      cost(parts, costs);
+      // Every rank closes its batch first where the policy says so; the op moves once all have posted it.
+      double ready = 0;
+      for (const auto& [r, op] : parts) {
+        RankState& s = ranks_[r];
+        if (s.fill.closes_before(m_.batch, *op, staged(*op), m_.batch.staging_bytes)) flush(s);
+        ready = std::max(ready, s.start);
       }
-      if (f.transfers) transfers(u.index, u.stream);
-      if (f.fanouts) fanouts(u.index, u.stream);
+      for (size_t k = 0; k < parts.size(); ++k) post(parts[k].first, *parts[k].second, costs[k], ready);
     }
-    for (int r = 0; r < plan_.world(); ++r) flush(ranks_[r]);
+    for (RankState& s : ranks_) flush(s);
   }
 
   const std::vector<RankState>& ranks() const { return ranks_; }
@@ -166,35 +197,49 @@ class Walker {
   int64_t node(int rank) const { return rank / m_.gpus_per_node; }
 
  private:
+  bool selected(const Op& op, const Filter& f) const {
+    if (f.phase >= 0 && op.phase != f.phase) return false;
+    if (f.bulk_only && op.phase == misc_phase_) return false;
+    if (f.fanouts_only && !op.fanout) return false;
+    return true;
+  }
+  bool boxed(const Op& op) const { return boxed_op(op, m_.algo, m_.box_ops, misc_phase_); }
+  int64_t staged(const Op& op) const { return staged_bytes(op, boxed(op)); }
   double latency(bool nic) const { return (nic ? m_.nic_latency_us : m_.nvlink_latency_us) * 1e-6; }
 
-  // Pieces of `bytes` after the executor's split at max_message_bytes, with their offsets.
-  template <class F>
-  void split(int64_t bytes, F&& each) const {
-    const int64_t cap = std::max<int64_t>(m_.max_message_bytes, 1);
-    if (bytes <= cap) return each(int64_t{0}, bytes);
-    for (int64_t at = 0; at < bytes; at += cap) each(at, std::min(bytes - at, cap));
-  }
-
-  // A region `box` of param p in rank r's destination storage (the member holding it).
-  Pieces dst_piece(int r, uint32_t p, const Box& box) const {
-    Pieces out{1, box.elements() * dtype_size(plan_.params[p].dtype), true};
-    if (!copies_) return out;
-    const auto it = dst_[r].find(p);
-    if (it == dst_[r].end()) return out;
-    for (const auto& [mbox, shape] : it->second)
-      if (it->second.size() == 1 || contains(mbox, box)) {
-        out.direct = is_contiguous(box.extent, shape);
-        break;
-      }
-    return out;
-  }
-  Pieces src_piece(int r, uint32_t p, const Box& box) const {
-    Pieces out{1, box.elements() * dtype_size(plan_.params[p].dtype), true};
-    if (!copies_) return out;
-    const auto it = src_[r].find(p);
-    if (it != src_[r].end()) out.direct = is_contiguous(box.extent, it->second);
-    return out;
+  // The costs of one op on each rank taking part (parts ascending by rank).
+  void cost(const std::vector<std::pair<int, const Op*>>& parts, std::vector<OpCost>& costs) const {
+    const Op& first = *parts.front().second;
+    if (first.kind != OpKind::Broadcast) {
+      if (parts.size() != 2) return;  // a plan verify would refuse; nothing moves
+      const size_t si = parts[0].second->kind == OpKind::Send ? 0 : 1, ri = 1 - si;
+      const int src = parts[si].first, dst = parts[ri].first;
+      const Op& send = *parts[si].second;
+      const int64_t b = send.bytes();
+      const bool nic = node(src) != node(dst), box = boxed(send);
+      const Pieces from = pieces_of(&send), to = pieces_of(parts[ri].second);
+      OpCost& sc = costs[si];
+      sc.res[res_index(nic, true)] = b;
+      sc.latency = latency(nic);
+      charge(sc, true, from, b, box);
+      charge_push(sc, {to}, b, box, dst);
+      OpCost& rc = costs[ri];
+      rc.res[res_index(nic, false)] = b;
+      rc.latency = latency(nic);
+      rc.peer = src;
+      charge(rc, false, to, b, box);
+      return;
+    }
+    const int g = first.group;
+    if (g < 0 || g >= static_cast<int>(plan_.groups.size())) return;
+    std::vector<Pieces> locals;
+    locals.reserve(plan_.groups[g].ranks.size());
+    size_t k = 0;
+    for (int r : plan_.groups[g].ranks) {  // members without the op (none in a verified plan) keep nothing
+      const Op* op = k < parts.size() && parts[k].first == r ? parts[k++].second : nullptr;
+      locals.push_back(pieces_of(op));
+    }
+    broadcast(g, first.peer, first.bytes(), boxed(first), locals, parts, costs);
   }
 
   // What the executor copies for one op of `b` wire bytes on a rank (see simulate.h, "Copies"); op.peer
@@ -214,7 +259,6 @@ class Walker {
       return;
     }
     const bool direct = pieces.count > 0 && pieces.direct;
-    if (!direct) op.staged = (b + 63) / 64 * 64;
     if (sends) {
       if (!direct) {
         op.copy_bytes += pieces.bytes;
@@ -263,45 +307,13 @@ class Walker {
     op.peer = key;
   }
 
-  void transfers(uint32_t p, int stream) {
-    const ParamPlan& param = plan_.params[p];
-    const int64_t es = dtype_size(param.dtype);
-    for (uint64_t i = param.transfer_begin; i < param.transfer_begin + param.transfer_count; ++i) {
-      const Transfer& t = plan_.transfers[i];
-      const bool nic = node(t.src) != node(t.dst);
-      const Pieces from = src_piece(t.src, p, t.box), to = dst_piece(t.dst, p, t.box);
-      split(t.box.elements() * es, [&](int64_t, int64_t b) {
-        OpCost send;
-        send.stream = stream;
-        send.bytes = b;
-        send.res[res_index(nic, true)] = b;
-        send.latency = latency(nic);
-        send.param = p;
-        charge(send, true, {from.count, b, from.direct}, b, m_.box_ops);
-        charge_push(send, {{to.count, b, to.direct}}, b, m_.box_ops, t.dst);
-        post(t.src, send);
-        OpCost recv;
-        recv.stream = stream;
-        recv.bytes = b;
-        recv.res[res_index(nic, false)] = b;
-        recv.latency = latency(nic);
-        recv.param = p;
-        recv.receives = true;
-        recv.peer = t.src;
-        charge(recv, false, {to.count, b, to.direct}, b, m_.box_ops);
-        post(t.dst, recv);
-      });
-    }
-  }
-
-  // A broadcast of `bytes` from `root` over group `g`, posted by every member; pieces(rank, at, b)
-  // gives a member's local side of the sub-message [at, at + b). Inside one domain: linear for at
-  // most linear_broadcast_max members (the root sends to each), else a pipelined ring (every member
-  // but the root receives, every member but the tail forwards). Across domains: a ring of domains,
-  // each entered once and its crossing striped over the NICs of its members (NCCL runs one channel
-  // per NIC), then forwarded inside the domain over NVLink.
-  template <class P>
-  void broadcast(int g, int root, int64_t bytes, uint32_t param, int stream, bool fanout, bool boxed, P&& pieces) {
+  // A broadcast of `b` bytes from `root` over group `g`; locals[i] is member i's local side (its
+  // pieces). Inside one domain: linear for at most linear_broadcast_max members (the root sends to
+  // each), else a pipelined ring (every member but the root receives, every member but the tail
+  // forwards). Across domains: a ring of domains, each entered once and its crossing striped over the
+  // NICs of its members (NCCL runs one channel per NIC), then forwarded inside the domain over NVLink.
+  void broadcast(int g, int root, int64_t b, bool boxed, const std::vector<Pieces>& locals,
+                 const std::vector<std::pair<int, const Op*>>& parts, std::vector<OpCost>& costs) const {
     const std::vector<int>& members = plan_.groups[g].ranks;
     const size_t n = members.size();
     if (n < 2) return;
@@ -314,171 +326,101 @@ class Walker {
     const int64_t tail_node = gd.nodes[(root_d + gd.nodes.size() - 1) % gd.nodes.size()];
     const auto root_it = std::lower_bound(members.begin(), members.end(), root);
     const int tail = members[(static_cast<size_t>(root_it - members.begin()) + n - 1) % n];
-    const double lat =
-        latency(nic) * (linear ? 1.0 : std::ceil(std::log2(static_cast<double>(n))));
-    std::vector<Pieces> locals(n);
-    split(bytes, [&](int64_t at, int64_t b) {
-      for (size_t i = 0; i < n; ++i) locals[i] = pieces(members[i], at, b);
-      for (size_t i = 0; i < n; ++i) {
-        const int r = members[i];
-        OpCost op;
-        op.stream = stream;
-        op.bytes = b;
-        const Pieces& local = locals[i];
-        if (linear) {
-          if (r == root) op.res[res_index(false, true)] = b * static_cast<int64_t>(n - 1);
-          else if (!(boxed && local.count == 0)) op.res[res_index(false, false)] = b;
-        } else if (!nic) {
-          if (r != root) op.res[res_index(false, false)] = b;
-          if (r != tail) op.res[res_index(false, true)] = b;
-        } else {
-          const int64_t d = node(r);
-          const int64_t k = gd.count[static_cast<size_t>(
-              std::lower_bound(gd.nodes.begin(), gd.nodes.end(), d) - gd.nodes.begin())];
-          const int64_t share = (b + k - 1) / k;  // this member's part of the domain's crossing
-          if (d != root_node) op.res[res_index(true, false)] = share;
-          if (d != tail_node) op.res[res_index(true, true)] = share;
-          if (r != root) op.res[res_index(false, false)] = d == root_node ? b : b - share;
-          op.res[res_index(false, true)] = b * (k - 1) / k;
-        }
-        op.latency = lat;
-        op.param = param;
-        op.receives = r != root;
-        op.fanout_root = fanout && r == root;
-        if (r != root) op.peer = root;  // cuda-ipc pull: every member copies from the root
-        charge(op, r == root, local, b, boxed);
-        if (r == root && push_) {  // push: the root writes every member's pieces
-          std::vector<Pieces> kept;
-          for (size_t j = 0; j < n; ++j)
-            if (members[j] != root) kept.push_back(locals[j]);
-          charge_push(op, kept, b, boxed, -2 - g);
-        }
-        post(r, op);
+    const double lat = latency(nic) * (linear ? 1.0 : std::ceil(std::log2(static_cast<double>(n))));
+    size_t k = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const int r = members[i];
+      if (k >= parts.size() || parts[k].first != r) continue;
+      OpCost& op = costs[k++];
+      const Pieces& local = locals[i];
+      if (linear) {
+        if (r == root) op.res[res_index(false, true)] = b * static_cast<int64_t>(n - 1);
+        else if (!(boxed && local.count == 0)) op.res[res_index(false, false)] = b;
+      } else if (!nic) {
+        if (r != root) op.res[res_index(false, false)] = b;
+        if (r != tail) op.res[res_index(false, true)] = b;
+      } else {
+        const int64_t d = node(r);
+        const int64_t kd = gd.count[static_cast<size_t>(
+            std::lower_bound(gd.nodes.begin(), gd.nodes.end(), d) - gd.nodes.begin())];
+        const int64_t share = (b + kd - 1) / kd;  // this member's part of the domain's crossing
+        if (d != root_node) op.res[res_index(true, false)] = share;
+        if (d != tail_node) op.res[res_index(true, true)] = share;
+        if (r != root) op.res[res_index(false, false)] = d == root_node ? b : b - share;
+        op.res[res_index(false, true)] = b * (kd - 1) / kd;
       }
-    });
-  }
-
-  void fanouts(uint32_t p, int stream) {
-    const ParamPlan& param = plan_.params[p];
-    const int64_t es = dtype_size(param.dtype);
-    for (uint64_t i = param.fanout_begin; i < param.fanout_begin + param.fanout_count; ++i) {
-      const FanoutOp& f = plan_.fanouts[i];
-      if (f.group < 0 || f.group >= static_cast<int>(plan_.groups.size())) continue;
-      broadcast(f.group, f.root, f.box.elements() * es, p, stream, true, m_.box_ops, [&](int r, int64_t, int64_t b) {
-        const Pieces whole = dst_piece(r, p, f.box);
-        return Pieces{1, b, whole.direct};
-      });
+      op.latency = lat;
+      if (r != root) op.peer = root;  // cuda-ipc pull: every member copies from the root
+      charge(op, r == root, local, b, boxed);
+      if (r == root && push_) {  // push: the root writes every member's pieces
+        std::vector<Pieces> kept;
+        for (size_t j = 0; j < n; ++j)
+          if (members[j] != root) kept.push_back(locals[j]);
+        charge_push(op, kept, b, boxed, -2 - g);
+      }
     }
   }
 
-  // Golden: each distinct source shard whole, from its lowest holder, over the param's group; never
-  // boxed (every member receives the whole shard into staging; gen ranks unpack their intersections).
-  void golden(uint32_t p, int stream) {
-    const ParamPlan& param = plan_.params[p];
-    if (param.group < 0 || param.group >= static_cast<int>(plan_.groups.size())) return;
-    const int64_t es = dtype_size(param.dtype);
-    for (const GoldenShard& gs : golden_shards(param)) {
-      const int holder = gs.holder;
-      const Box& shard = gs.box;
-      const int64_t row = shard.extent.n > 0 ? shard.elements() / std::max<int64_t>(shard.extent[0], 1) * es : es;
-      broadcast(param.group, holder, shard.elements() * es, p, stream, false, false, [&](int r, int64_t at, int64_t b) {
-        if (r == holder) return Pieces{1, b, true};  // the whole shard is its storage
-        Pieces out{0, 0, false};
-        if (!copies_ || !plan_.is_gen(r)) return out;
-        // The sub-message's rows of the shard (split_box cuts the outer dim first).
-        Box sub = shard;
-        if (sub.extent.n > 0 && b < shard.elements() * es) {
-          sub.offset[0] += at / row;
-          sub.extent[0] = std::max<int64_t>(b / row, 1);
-        }
-        const auto it = dst_.at(r).find(p);
-        if (it == dst_.at(r).end()) return out;
-        for (const auto& [mbox, shape] : it->second) {
-          const auto inter = intersect(sub, mbox);
-          if (!inter || inter->empty()) continue;
-          ++out.count;
-          out.bytes += inter->elements() * es;
-          out.direct = out.count == 1 && inter->extent == sub.extent && is_contiguous(inter->extent, shape);
-        }
-        return out;
-      });
-    }
-  }
-
-  void bucket(uint32_t b, int stream) {
-    const MiscBucket& bucket = plan_.buckets[b];
-    if (bucket.group < 0 || bucket.group >= static_cast<int>(plan_.groups.size())) return;
-    broadcast(bucket.group, bucket.root, bucket.bytes, bucket.params.empty() ? 0 : bucket.params.front(), stream,
-              false, m_.box_ops, [&](int r, int64_t at, int64_t bytes) {
-                Pieces out{0, 0, false};
-                if (r != bucket.root && !plan_.is_gen(r)) return out;  // receives and discards
-                for (uint32_t p : bucket.params) {
-                  const ParamPlan& param = plan_.params[p];
-                  const int64_t lo = std::max(at, param.bucket_offset);
-                  const int64_t hi = std::min(at + bytes, param.bucket_offset + param.bytes());
-                  if (lo >= hi) continue;
-                  ++out.count;
-                  out.bytes += hi - lo;
-                }
-                out.direct = out.count == 1 && out.bytes == bytes;
-                return out;
-              });
-  }
-
-  void post(int rank, const OpCost& op) {
+  void post(int rank, const Op& op, const OpCost& c, double ready) {
     RankState& s = ranks_[rank];
-    const bool depends =
-        op.fanout_root && std::find(s.received.begin(), s.received.end(), op.param) != s.received.end();
-    if (s.ops > 0 && (s.ops >= m_.batch_ops || s.bytes + op.bytes > m_.batch_bytes || depends ||
-                      s.staged + op.staged > m_.staging_bytes))
-      flush(s);
-    ++s.ops;
-    s.bytes += op.bytes;
-    s.copy_bytes += op.copy_bytes;
-    s.pass_bytes += op.pass_bytes;
-    s.copies += op.copies;
-    s.launches += op.launches;
-    const std::pair<int, int> from{op.stream, op.peer};
-    if (op.pulls && std::find(s.pulls.begin(), s.pulls.end(), from) == s.pulls.end()) s.pulls.push_back(from);
-    s.staged += op.staged;
-    for (int i = 0; i < kResources; ++i) {
-      s.res[i] += op.res[i];
-      s.total_res[i] += op.res[i];
-    }
-    s.latency = std::max(s.latency, op.latency);
+    s.fill.add(op, staged(op));
+    s.copy_bytes += c.copy_bytes;
+    s.pass_bytes += c.pass_bytes;
+    s.copies += c.copies;
+    s.launches += c.launches;
+    const std::pair<int, int> from{op.stream, c.peer};
+    if (c.pulls && std::find(s.pulls.begin(), s.pulls.end(), from) == s.pulls.end()) s.pulls.push_back(from);
+    s.wire.emplace_back(ready, c.res);
+    for (int i = 0; i < kResources; ++i) s.total_res[i] += c.res[i];
+    s.latency = std::max(s.latency, c.latency);
     const uint32_t bit = 1u << (op.stream % 32);
     if (!(s.streams_used & bit)) {
       s.streams_used |= bit;
       ++s.stream_count;
     }
-    if (op.receives) s.received.push_back(op.param);
   }
 
   void flush(RankState& s) {
-    if (s.ops == 0) return;
-    double wire = 0;
-    for (int i = 0; i < kResources; ++i) wire = std::max(wire, static_cast<double>(s.res[i]) / beta_[i]);
+    if (s.fill.empty()) return;
+    // Each resource takes the batch's ops in the order they became ready, none before it was.
+    std::stable_sort(s.wire.begin(), s.wire.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::array<double, kResources> free;
+    free.fill(s.start);
+    Bytes4 sum{};
+    for (const auto& [ready, res] : s.wire)
+      for (int i = 0; i < kResources; ++i) {
+        if (res[i] == 0) continue;
+        free[i] = std::max(free[i], ready) + static_cast<double>(res[i]) / beta_[i];
+        sum[i] += res[i];
+      }
+    double wire = 0, alone = 0;
+    for (int i = 0; i < kResources; ++i) {
+      wire = std::max(wire, free[i] - s.start);
+      alone = std::max(alone, static_cast<double>(sum[i]) / beta_[i]);
+    }
+    s.wait_seconds += wire - alone;
     if (copies_) wire = std::max(wire, static_cast<double>(s.copy_bytes) / (m_.copy_gbps * 1e9));
     const double fixed = m_.launch_us * 1e-6 * s.stream_count + s.latency;
     const int64_t launches = s.launches + static_cast<int64_t>(s.pulls.size());
-    s.seconds += fixed + m_.per_op_us * 1e-6 * static_cast<double>(s.ops) +
-                 m_.per_copy_us * 1e-6 * static_cast<double>(s.copies) +
-                 m_.per_launch_us * 1e-6 * static_cast<double>(launches) + wire;
+    s.start += fixed + m_.per_op_us * 1e-6 * static_cast<double>(s.fill.ops()) +
+               m_.per_copy_us * 1e-6 * static_cast<double>(s.copies) +
+               m_.per_launch_us * 1e-6 * static_cast<double>(launches) + wire;
+    s.seconds = s.start;
     s.fixed_seconds += fixed;
     ++s.batches;
-    s.total_ops += s.ops;
+    s.total_ops += s.fill.ops();
     s.total_copies += s.copies;
     s.total_launches += launches;
     s.total_passes += static_cast<int64_t>(s.pulls.size());
     if (!s.pulls.empty()) s.total_slices += slices(s.pass_bytes);
     s.total_copy_bytes += s.copy_bytes;
-    s.ops = s.bytes = s.copy_bytes = s.copies = s.launches = s.staged = s.pass_bytes = 0;
+    s.fill.clear();
+    s.copy_bytes = s.copies = s.launches = s.pass_bytes = 0;
     s.pulls.clear();
-    s.res = {};
+    s.wire.clear();
     s.latency = 0;
     s.streams_used = 0;
     s.stream_count = 0;
-    s.received.clear();
   }
 
   // The time slices a batch's passes take (SystemModel::slice_us): they queue in the rank's context
@@ -492,6 +434,7 @@ class Walker {
 
   const Plan& plan_;
   const SystemModel& m_;
+  const OpLists& lists_;
   std::vector<RankState> ranks_;
   struct GroupDomains {
     std::vector<int64_t> nodes, count;  // the domains a group touches (ascending) and its members in each
@@ -500,14 +443,13 @@ class Walker {
   std::array<double, kResources> beta_{};
   bool copies_ = false;
   bool push_ = false;  // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
-  std::vector<std::map<uint32_t, Dims>> src_;  // rank -> param -> its src storage's shape
-  std::vector<std::map<uint32_t, std::vector<std::pair<Box, Dims>>>> dst_;  // rank -> param -> (member box, storage shape)
+  int misc_phase_ = 0;
 };
 
 // The context switches a rank waits for (SystemModel::switch_us), where its GPU is time-sliced
 // (serial_issue) and at least two ranks of its domain launch copies: one per transport pass, or with
 // slice_us one per time slice its batches' passes take (the passes of a batch share slices).
-std::vector<int64_t> context_switches(const Walker& w, const SystemModel& m) {
+std::vector<int64_t> context_switches(const Replayer& w, const SystemModel& m) {
   const std::vector<RankState>& ranks = w.ranks();
   std::vector<int64_t> out(ranks.size(), 0);
   if (!m.serial_issue || m.switch_us <= 0) return out;
@@ -523,7 +465,7 @@ std::vector<int64_t> context_switches(const Walker& w, const SystemModel& m) {
 // The slowest rank of a walk (its own batches and context switches); with a shared memory system, also
 // the busiest domain's copies at the shared rate plus the fixed batch costs of its slowest-fixed rank,
 // when that is longer.
-SimPhase slowest(const std::string& name, const Walker& w, const SystemModel& m) {
+SimPhase slowest(const std::string& name, const Replayer& w, const SystemModel& m) {
   const std::vector<RankState>& ranks = w.ranks();
   const std::vector<int64_t> switches = context_switches(w, m);
   auto own = [&](size_t r) {
@@ -539,6 +481,7 @@ SimPhase slowest(const std::string& name, const Walker& w, const SystemModel& m)
       p.ops = ranks[r].total_ops;
       p.copies = ranks[r].total_copies;
       p.launches = ranks[r].total_launches;
+      p.wait_seconds = ranks[r].wait_seconds;
     }
   if (m.shared_copy_gbps <= 0 || m.copy_gbps <= 0) return p;
   struct Domain {
@@ -572,8 +515,9 @@ SimPhase slowest(const std::string& name, const Walker& w, const SystemModel& m)
   return p;
 }
 
-SimPhase run_phase(const Plan& plan, const SystemModel& m, const std::string& name, const Filter& f) {
-  Walker w(plan, m);
+SimPhase run_phase(const Plan& plan, const SystemModel& m, const OpLists& lists, const std::string& name,
+                   const Filter& f) {
+  Replayer w(plan, m, lists);
   w.run(f);
   return slowest(name, w, m);
 }
@@ -640,16 +584,17 @@ SimResult simulate(const Plan& plan, const SystemModel& model) {
   problems.throw_if_any("invalid system model '" + model.name + "':");
   SimResult r;
   r.model = model;
-  const int stages = std::max(plan.system.train.pp, 1);
+  const OpLists lists(plan, model);
+  const int stages = phase_count(plan) - 1;
   for (int s = 0; s < stages; ++s)
-    r.phases.push_back(run_phase(plan, model, "bulk.pp" + std::to_string(s), {s, true, true, false}));
-  r.phases.push_back(run_phase(plan, model, "fanout", {-1, false, true, false}));
-  r.phases.push_back(run_phase(plan, model, "misc", {-1, false, false, true}));
+    r.phases.push_back(run_phase(plan, model, lists, "bulk.pp" + std::to_string(s), {s, false, false}));
+  r.phases.push_back(run_phase(plan, model, lists, "fanout", {-1, false, true}));
+  r.phases.push_back(run_phase(plan, model, lists, "misc", {stages, false, false}));
   r.misc_seconds = r.phases.back().seconds;
-  r.bulk_seconds = run_phase(plan, model, "bulk", {-1, true, true, false}).seconds;
+  r.bulk_seconds = run_phase(plan, model, lists, "bulk", {-1, true, false}).seconds;
   r.sequential_seconds = r.bulk_seconds + r.misc_seconds;
 
-  Walker all(plan, model);
+  Replayer all(plan, model, lists);
   all.run({});
   const SimPhase total = slowest("total", all, model);
   r.total_seconds = total.seconds;

@@ -57,10 +57,10 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"switch_us", m.switch_us},
         {"slice_us", m.slice_us},
         {"linear_broadcast_max", m.linear_broadcast_max},
-        {"streams", m.streams},
-        {"batch_ops", m.batch_ops},
-        {"batch_bytes", m.batch_bytes},
-        {"staging_bytes", m.staging_bytes},
+        {"streams", m.batch.streams},
+        {"batch_ops", m.batch.batch_ops},
+        {"batch_bytes", m.batch.batch_bytes},
+        {"staging_bytes", m.batch.staging_bytes},
         {"algo", to_string(m.algo)}}},
       {"phases", phases},
       {"bulk_time_ms", r.bulk_seconds * 1e3},
@@ -95,8 +95,8 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
   line("#  system %s: %lld GPUs per NVLink domain, NVLink %.1f GB/s, NIC %.1f GB/s (per direction per GPU)\n",
        m.name.c_str(), static_cast<long long>(m.gpus_per_node), m.nvlink_gbps, m.nic_gbps);
   line("#  latency %.1f us NVLink / %.1f us NIC, launch %.1f us, per op %.2f us; streams %d, batch %lld ops / %s\n",
-       m.nvlink_latency_us, m.nic_latency_us, m.launch_us, m.per_op_us, m.streams, static_cast<long long>(m.batch_ops),
-       format_bytes(m.batch_bytes).c_str());
+       m.nvlink_latency_us, m.nic_latency_us, m.launch_us, m.per_op_us, m.batch.streams, static_cast<long long>(m.batch.batch_ops),
+       format_bytes(m.batch.batch_bytes).c_str());
   if (m.copy_gbps > 0)
     line("#  copies %.1f GB/s per rank, %.1f GB/s shared per domain, %.2f per received byte, %.2f us each, "
          "%.2f us per launch%s%s; algo %s\n",

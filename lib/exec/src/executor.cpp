@@ -11,7 +11,6 @@
 namespace reshard {
 namespace {
 
-int64_t align64(int64_t n) { return (n + 63) / 64 * 64; }
 
 // What a destination holds of param p at global box (global_offset, extent), placed at storage_offset
 // of a tensor of storage_shape: the param's pattern in its dtype, or for a block-FP8-trained param the
@@ -40,34 +39,29 @@ RegionSpec region(const Plan& plan, const LocalStorage& s, const StorageMember& 
 
 }  // namespace
 
-int64_t ExecOptions::max_message_bytes() const {
-  return std::max<int64_t>(64, std::min({staging_bytes, batch_bytes, int64_t{1} << 30}));
-}
 
 struct Executor::Batch {
   std::vector<const Op*> ops;
   std::vector<void*> wire;
   std::vector<bool> streams;
-  std::vector<uint32_t> received_params;  // bulk params this batch receives into
-  int64_t bytes = 0, staging_used = 0;
+  BatchFill fill;  // staging used = fill.staged()
 };
 
-Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& memory, const ExecOptions& options)
+Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& memory, const BatchPolicy& options)
     : plan_(plan), rank_(rank), transport_(transport), memory_(memory), options_(options),
       boxes_(transport.supports_boxes()) {
-  if (options_.streams < 1 || options_.batch_ops < 1) throw config_error("--streams and --batch-ops must be at least 1");
+  Problems problems;
+  options_.validate(problems);
+  problems.throw_if_any("invalid batch policy:");
   storages_ = rank_storages(plan, rank);
-  for (int a = 0; a < 2; ++a) {
-    OpListOptions o{static_cast<Algo>(a), options_.streams,
-                    std::min(options_.max_message_bytes(), transport.max_message_bytes())};
-    ops_[a] = build_ops(plan, rank, storages_, o);
-  }
+  for (int a = 0; a < 2; ++a)
+    ops_[a] = build_ops(plan, rank, storages_, options_.op_list(static_cast<Algo>(a), transport.max_message_bytes()));
   // Staging: what the busier algorithm would stage at once, capped by --staging-bytes (box ops need none).
   int64_t want = 0;
   for (int a = 0; a < 2; ++a) {
     int64_t staged = 0;
     for (const Op& op : ops_[a])
-      if (!boxed(op, static_cast<Algo>(a)) && !op.direct()) staged += align64(op.bytes());
+      staged += staged_bytes(op, boxed(op, static_cast<Algo>(a)));
     want = std::max(want, staged);
   }
   // Landings (MXFP8 members, block-FP8 sources): each must fit --staging-bytes; each algorithm's op
@@ -226,9 +220,7 @@ void Executor::run_phase(Algo algo, int phase) {
 // whole to every member of the param's group (what its NCCL broadcast does), so there the members
 // still receive the whole wire box into staging and keep their intersections. Misc buckets are the
 // same ops in both algorithms and take box ops in both.
-bool Executor::boxed(const Op& op, Algo algo) const {
-  return boxes_ && (algo == Algo::Reshard || op.phase == phase_count(plan_) - 1);
-}
+bool Executor::boxed(const Op& op, Algo algo) const { return boxed_op(op, algo, boxes_, phase_count(plan_) - 1); }
 
 void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
   Batch batch;
@@ -240,14 +232,8 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
     for (int l : landings_of(*op)) ++landing_pending_[l];
   for (const Op* op : ops) {
     const bool box = boxed(*op, algo);
-    const int64_t staged = box || op->direct() ? 0 : align64(op->bytes());
-    const bool depends = op->fanout && op->root &&
-                         std::find(batch.received_params.begin(), batch.received_params.end(), op->param) !=
-                             batch.received_params.end();
-    if (!batch.ops.empty() &&
-        (static_cast<int64_t>(batch.ops.size()) >= options_.batch_ops || batch.bytes + op->bytes() > options_.batch_bytes ||
-         batch.staging_used + staged > staging_size_ || depends))
-      post_batch(batch);
+    const int64_t staged = staged_bytes(*op, box);
+    if (batch.fill.closes_before(options_, *op, staged, staging_size_)) post_batch(batch);
     if (staged > staging_size_)
       throw runtime_error("op of " + std::to_string(op->bytes()) + " bytes does not fit staging of " +
                           std::to_string(staging_size_) + " bytes");
@@ -262,8 +248,7 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
       if (staged == 0) {
         wire = storage_ptr(*op, op->pieces[0]);
       } else {
-        wire = static_cast<uint8_t*>(staging_) + batch.staging_used;
-        batch.staging_used += staged;
+        wire = static_cast<uint8_t*>(staging_) + batch.fill.staged();
       }
       if (sends && staged > 0)
         for (const Piece& p : op->pieces)
@@ -275,10 +260,9 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
         case OpKind::Broadcast: transport_.broadcast(op->stream, op->group, op->peer, wire, op->bytes()); break;
       }
     }
-    if (!sends && !op->pieces.empty()) batch.received_params.push_back(op->param);
+    batch.fill.add(*op, staged);
     batch.ops.push_back(op);
     batch.wire.push_back(wire);
-    batch.bytes += op->bytes();
     batch.streams[op->stream] = true;
   }
   if (!batch.ops.empty()) post_batch(batch);
@@ -327,9 +311,8 @@ void Executor::post_batch(Batch& batch) {
   ++batches_;
   batch.ops.clear();
   batch.wire.clear();
-  batch.received_params.clear();
+  batch.fill.clear();
   std::fill(batch.streams.begin(), batch.streams.end(), false);
-  batch.bytes = batch.staging_used = 0;
 }
 
 std::vector<int64_t> Executor::count_wrong() {

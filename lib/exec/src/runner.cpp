@@ -47,10 +47,7 @@ std::string validate(const RunArgs& a) {
   Problems pr;
   if (a.iters < 1) pr.add("--iters must be at least 1 (got " + std::to_string(a.iters) + ")");
   if (a.warmup < 0) pr.add("--warmup must be at least 0 (got " + std::to_string(a.warmup) + ")");
-  if (a.exec.streams < 1 || a.exec.streams > 64) pr.add("--streams must be in 1..64 (got " + std::to_string(a.exec.streams) + ")");
-  if (a.exec.batch_ops < 1) pr.add("--batch-ops must be at least 1 (got " + std::to_string(a.exec.batch_ops) + ")");
-  if (a.exec.batch_bytes < 4096) pr.add("--batch-bytes must be at least 4K (got " + std::to_string(a.exec.batch_bytes) + ")");
-  if (a.exec.staging_bytes < 4096) pr.add("--staging-bytes must be at least 4K (got " + std::to_string(a.exec.staging_bytes) + ")");
+  a.exec.validate(pr);
   if (!(a.timeout_s > 0)) pr.add("--timeout must be positive seconds (got " + std::to_string(a.timeout_s) + ")");
   if (a.algo != "reshard" && a.algo != "golden") pr.add("--algo must be reshard or golden (got '" + a.algo + "')");
   try {
@@ -113,7 +110,7 @@ void check_flag_agreement(Control& ctl, const RunArgs& a, int64_t plan_content) 
 
 // What this rank will allocate at most: its storages (scales included), the wire staging and the
 // landing pool (each bounded by --staging-bytes and by what the rank holds) and its largest misc bucket.
-int64_t rank_need_bytes(const Plan& plan, int rank, const ExecOptions& o) {
+int64_t rank_need_bytes(const Plan& plan, int rank, const BatchPolicy& o) {
   int64_t need = 0;
   for (const auto& list : {src_storages(plan, rank), dst_storages(plan, rank)})
     for (const LocalStorage& s : list) need += s.bytes() + s.scale_bytes();
@@ -124,7 +121,7 @@ int64_t rank_need_bytes(const Plan& plan, int rank, const ExecOptions& o) {
 
 // Collectively, before anything is allocated: the ranks sharing a memory pool (one host, one GPU)
 // must fit in what it has free; else an agreed Error(Config) with the estimate and what is there.
-void check_memory_fits(Control& ctl, const Plan& plan, const ExecOptions& o, const Memory& memory) {
+void check_memory_fits(Control& ctl, const Plan& plan, const BatchPolicy& o, const Memory& memory) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   const std::string pool = memory.pool() + " of " + host;
@@ -276,7 +273,7 @@ void check_build_agreement(Control& ctl) {
                    (a < b ? second : first) + ": run the same reshard binary on every rank");
 }
 
-void check_plan_agreement(Control& ctl, const Plan& plan, const ExecOptions& o, const std::string& origin) {
+void check_plan_agreement(Control& ctl, const Plan& plan, const BatchPolicy& o, const std::string& origin) {
   int64_t fp = 0;
   bool parsed = true;
   try {

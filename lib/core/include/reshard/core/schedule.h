@@ -1,6 +1,7 @@
 // The order in which every rank walks a plan's work. A unit is one bulk param (its transfers, then
 // its fan-outs) or one misc bucket (placed at its first param); a unit goes to stream
-// (train PP stage % streams) and units are taken round-robin over the streams. Every rank derives
+// (train PP stage % streams) and units are taken round-robin over the train PP stages, so that every
+// stage's ranks (and their links) have work from the first batch on. Every rank derives
 // the same order from the plan alone: the executor's deadlock-freedom argument rests on it, and the
 // simulator walks the same order so that its batches mirror the executor's. Golden's shards too.
 #pragma once

@@ -55,12 +55,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reshard/core/batch_policy.h"
 #include "reshard/core/error.h"
 #include "reshard/core/plan.h"
 
 namespace reshard {
-
-enum class SimAlgo : uint8_t { Reshard, Golden };
 
 struct SystemModel {
   std::string name;
@@ -97,16 +96,9 @@ struct SystemModel {
   // rounded up). 0: switch_us per pass.
   double slice_us = 0;
   int64_t linear_broadcast_max = 0;  // groups up to this size broadcast linearly (root -> each member)
-  // The executor's knobs (ExecOptions defaults).
-  int streams = 2;
-  int64_t batch_ops = 64;
-  int64_t batch_bytes = int64_t{256} << 20;
-  int64_t max_message_bytes = int64_t{256} << 20;
-  int64_t staging_bytes = int64_t{256} << 20;  // staged (non-direct) ops of a batch must fit (copy model)
-  SimAlgo algo = SimAlgo::Reshard;
+  BatchPolicy batch;  // the executor's knobs: the same defaults, bounds and message cap as `run`
+  Algo algo = Algo::Reshard;
 };
-
-const char* to_string(SimAlgo a);
 
 // Problems with the values (non-positive bandwidths, ...) are added to `problems`.
 void validate_system_model(const SystemModel& m, Problems& problems);
@@ -119,6 +111,7 @@ struct SimPhase {
   int64_t ops = 0;      // on the slowest rank
   int64_t copies = 0;   // on the slowest rank (copy model)
   int64_t launches = 0; // copy launches on the slowest rank (copy model)
+  double wait_seconds = 0;  // of the slowest rank's time, waiting on ranks that posted their part later
   int64_t switches = 0; // shared memory system: context switches (switch_us) of the busiest domain's ranks
   // Shared memory system: the busiest domain's copied bytes and what they take; the phase took
   // that (plus fixed batch costs) when it exceeds the slowest rank's own time.

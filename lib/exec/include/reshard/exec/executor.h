@@ -1,11 +1,8 @@
 // The executor: allocates a rank's storages (its own shards only) plus bounded staging, fills and
 // checks them, and walks its op list through a Transport in bounded batches.
 //
-// Batching: ops are posted in list order; a batch ends when it holds `batch_ops` ops or
-// `batch_bytes` bytes, when staging is full, or before a fan-out broadcast this rank roots if the
-// batch already receives into that param (the broadcast reads what phase one wrote). Since every
-// rank posts its ops in the shared global order, any per-rank batch boundaries are deadlock-free:
-// the lowest unfinished op is posted by all its ranks.
+// Batching: ops are posted in list order and batches close by the batch policy (batch_policy.h, which
+// the simulator replays), plus before a landing whose place is still held (below).
 //
 // Box transports (Transport::supports_boxes, CUDA IPC) get each op's pieces instead of a packed wire
 // buffer: nothing is packed, staged or unpacked, and receivers that discard copy nothing. Golden's bulk
@@ -23,22 +20,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "reshard/core/batch_policy.h"
 #include "reshard/core/plan.h"
-#include "reshard/exec/landing_layout.h"
+#include "reshard/core/landing_layout.h"
 #include "reshard/exec/memory.h"
-#include "reshard/exec/ops.h"
+#include "reshard/core/ops.h"
 #include "reshard/exec/transport.h"
 
 namespace reshard {
 
-struct ExecOptions {
-  int streams = 2;
-  int64_t batch_ops = 64;
-  int64_t batch_bytes = int64_t{256} << 20;
-  int64_t staging_bytes = int64_t{256} << 20;
-  // Largest wire box; equal on all ranks (min of staging, batch and transport limits).
-  int64_t max_message_bytes() const;
-};
 
 // Bytes a rank moved in one phase (broadcast roots count the box once).
 struct Traffic {
@@ -48,7 +38,7 @@ struct Traffic {
 class Executor {
  public:
   // Builds the op lists of both algorithms and allocates storages + staging.
-  Executor(const Plan& plan, int rank, Transport& transport, Memory& memory, const ExecOptions& options);
+  Executor(const Plan& plan, int rank, Transport& transport, Memory& memory, const BatchPolicy& options);
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -88,7 +78,7 @@ class Executor {
   int rank_;
   Transport& transport_;
   Memory& memory_;
-  ExecOptions options_;
+  BatchPolicy options_;
   bool boxes_ = false;  // the transport moves pieces between storages itself (Transport::supports_boxes)
   RankStorages storages_;
   std::vector<void*> src_buf_, dst_buf_, snapshot_;

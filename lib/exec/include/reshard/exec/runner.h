@@ -9,7 +9,7 @@
 #include "reshard/core/plan.h"
 #include "reshard/exec/control.h"
 #include "reshard/exec/executor.h"
-#include "reshard/exec/ops.h"
+#include "reshard/core/ops.h"
 
 namespace reshard {
 
@@ -22,7 +22,7 @@ struct RunArgs {
   std::string json_path;
   bool force = false;
   double timeout_s = 300;  // any wait for another rank without progress this long ends the run (all ranks, non-zero)
-  ExecOptions exec;
+  BatchPolicy exec;
   std::string command_line;  // echoed into the JSON
 };
 
@@ -38,6 +38,6 @@ void check_build_agreement(Control& control);
 
 // Checks, collectively, that every rank loaded the same plan (fingerprint min == max over ranks),
 // that the world matches it and that the executor flags agree. Throws an agreed Error(Config).
-void check_plan_agreement(Control& control, const Plan& plan, const ExecOptions& options, const std::string& origin);
+void check_plan_agreement(Control& control, const Plan& plan, const BatchPolicy& options, const std::string& origin);
 
 }  // namespace reshard

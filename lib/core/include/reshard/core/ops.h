@@ -3,7 +3,7 @@
 //
 // Order: the plan is cut into units (one bulk param: its phase-one transfers, then its fan-outs;
 // or one misc bucket). Unit u goes to stream (train PP stage % streams); units are taken
-// round-robin over streams, each stream's units in plan order. Every op is a send, a receive or a
+// round-robin over the train PP stages, each stage's units in plan order (schedule.h). Every op is a send, a receive or a
 // broadcast of one "wire" buffer: a dense box of `wire_extent` elements, gathered from (sender) or
 // scattered into (receiver) the rank's storages by `pieces`. Boxes above `max_message_bytes` are
 // split into sub-boxes along their outer dims, identically on every rank.
@@ -43,6 +43,10 @@ struct Op {
   int phase = 0;       // 0..pp-1: bulk stage; pp: misc
   uint32_t param = 0;  // for bulk ops; first param of the bucket for misc
   bool fanout = false;  // second phase of a two-phase fan-out
+  // Where the op sits in the global order, the same on every rank that takes part: its unit
+  // (schedule.h work_units), its item in the unit (a transfer, then the fan-outs; a golden shard; 0 for a
+  // bucket) and its sub-box after the message split. The simulator matches the ranks of an op by it.
+  uint32_t unit = 0, item = 0, sub = 0;
   int elem_size = 1;
   Dims wire_extent;
   std::vector<Piece> pieces;  // empty on a receiver: receive and discard

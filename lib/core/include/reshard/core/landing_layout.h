@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "reshard/exec/ops.h"
+#include "reshard/core/ops.h"
 
 namespace reshard {
 

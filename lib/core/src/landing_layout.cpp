@@ -1,4 +1,4 @@
-#include "reshard/exec/landing_layout.h"
+#include "reshard/core/landing_layout.h"
 
 #include <algorithm>
 

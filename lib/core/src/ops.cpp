@@ -1,5 +1,5 @@
 // Builds a rank's op list from a plan (see ops.h for the order and the wire/piece model).
-#include "reshard/exec/ops.h"
+#include "reshard/core/ops.h"
 
 #include <algorithm>
 
@@ -102,7 +102,10 @@ class OpBuilder {
   }
 
   std::vector<Op> build() {
-    for (const WorkUnit& u : work_units(plan_, o_.streams)) {
+    const std::vector<WorkUnit> units = work_units(plan_, o_.streams);
+    for (size_t i = 0; i < units.size(); ++i) {
+      const WorkUnit& u = units[i];
+      unit_ = static_cast<uint32_t>(i);
       if (u.bucket) add_bucket(static_cast<int>(u.index), u.stream);
       else if (o_.algo == Algo::Reshard) add_reshard_param(u.index, u.stream);
       else add_golden_param(u.index, u.stream);
@@ -120,14 +123,17 @@ class OpBuilder {
     op.phase = phase;
     op.param = param;
     op.elem_size = elem_size;
+    op.unit = unit_;
     return op;
   }
 
   // One op per sub-box of `box`; `piece_at(sub)` gives the pieces of a sub-box (origins relative to box).
   template <class F>
   void emit_split(const Op& proto, const Dims& extent, F&& pieces_of) {
+    uint32_t k = 0;
     for (const Box& sub : split_box(extent, proto.elem_size, o_.max_message_bytes)) {
       Op op = proto;
+      op.sub = k++;
       op.wire_extent = sub.extent;
       op.pieces = pieces_of(sub);
       ops_.push_back(std::move(op));
@@ -173,6 +179,7 @@ class OpBuilder {
         const int st = s_.src_of_param[p];
         if (st < 0) throw runtime_error("rank " + std::to_string(rank_) + " must send " + param.name + " but holds no shard of it");
         Op proto = base(OpKind::Send, stream, param.group, t.dst, param.pp_stage, p, es);
+        proto.item = static_cast<uint32_t>(i - param.transfer_begin);
         proto.src_side = true;
         const Dims shape = s_.src[st].shape;
         emit_split(proto, t.box.extent, [&](const Box& sub) {
@@ -182,6 +189,7 @@ class OpBuilder {
       if (t.dst == rank_) {
         const auto [st, mi] = dst_member(p, t.box);
         Op proto = base(OpKind::Recv, stream, param.group, t.src, param.pp_stage, p, es);
+        proto.item = static_cast<uint32_t>(i - param.transfer_begin);
         emit_split(proto, t.box.extent, [&](const Box& sub) {
           return std::vector<Piece>{dst_piece(st, mi, add(t.dst_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent)};
         });
@@ -194,6 +202,7 @@ class OpBuilder {
       Op proto = base(OpKind::Broadcast, stream, f.group, f.root, param.pp_stage, p, es);
       proto.root = f.root == rank_;
       proto.fanout = true;
+      proto.item = static_cast<uint32_t>(param.transfer_count + (i - param.fanout_begin));
       emit_split(proto, f.box.extent, [&](const Box& sub) {
         return std::vector<Piece>{dst_piece(st, mi, add(f.dst_local, sub.offset), Dims::zeros(sub.extent.n), sub.extent)};
       });
@@ -206,10 +215,13 @@ class OpBuilder {
     const ParamPlan& param = plan_.params[p];
     if (param.group < 0 || !in_group_[param.group]) return;
     const int es = dtype_size(param.dtype);
-    for (const GoldenShard& gs : golden_shards(param)) {
+    const std::vector<GoldenShard> shards = golden_shards(param);
+    for (size_t k = 0; k < shards.size(); ++k) {
+      const GoldenShard& gs = shards[k];
       const int holder = gs.holder;
       const Box& shard = gs.box;
       Op proto = base(OpKind::Broadcast, stream, param.group, holder, param.pp_stage, p, es);
+      proto.item = static_cast<uint32_t>(k);
       proto.root = holder == rank_;
       proto.src_side = proto.root;
       emit_split(proto, shard.extent, [&](const Box& sub) {
@@ -273,6 +285,7 @@ class OpBuilder {
   OpListOptions o_;
   std::vector<bool> in_group_;
   int misc_phase_ = 0;
+  uint32_t unit_ = 0;
   std::vector<Op> ops_;
 };
 

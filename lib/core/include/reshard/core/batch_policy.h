@@ -1,0 +1,64 @@
+// How a rank cuts its op list (ops.h) into batches: the knobs `reshard run` and `reshard simulate`
+// share, with their one set of defaults and bounds, the largest wire message, and the rule that closes
+// a batch. The executor (lib/exec executor.cpp) posts batches by it; the simulator (simulate.cpp)
+// replays the same op lists by it on a virtual clock.
+//
+// A batch is posted, flushed and waited for as a whole: its ops complete together. It closes before an
+// op when it already holds `batch_ops` ops or the op would take it past `batch_bytes`, when the op's
+// staging would not fit what is left, or before a fan-out broadcast this rank roots of a param the
+// batch receives into (the broadcast reads what phase one wrote). Since every rank posts its ops in
+// the shared global order, per-rank batch boundaries cannot deadlock: the lowest unfinished op is
+// posted by all its ranks.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "reshard/core/error.h"
+#include "reshard/core/ops.h"
+
+namespace reshard {
+
+struct BatchPolicy {
+  static constexpr int kMaxStreams = 64;                 // cuda-ipc tags a message with its stream
+  static constexpr int64_t kMinBytes = 4096;             // --batch-bytes and --staging-bytes
+  static constexpr int64_t kMaxMessageBytes = int64_t{1} << 30;
+
+  int streams = 2;
+  int64_t batch_ops = 64;
+  int64_t batch_bytes = int64_t{256} << 20;
+  int64_t staging_bytes = int64_t{256} << 20;
+
+  // Every value out of bounds, named by its flag.
+  void validate(Problems& problems) const;
+  // The largest wire box, equal on all ranks: staging, batch bytes, 1 GiB and the transport's own limit.
+  int64_t max_message_bytes(int64_t transport_limit = INT64_MAX) const;
+  OpListOptions op_list(Algo algo, int64_t transport_limit = INT64_MAX) const {
+    return {algo, streams, max_message_bytes(transport_limit)};
+  }
+};
+
+// Staging an op takes on this rank: none for box ops (the transport copies between storages) and for
+// ops whose wire buffer is one contiguous run of a storage; else its bytes, 64-byte aligned.
+int64_t staged_bytes(const Op& op, bool boxed);
+
+// Box ops where the transport moves pieces itself (Transport::supports_boxes), except golden's bulk
+// broadcasts, where every member receives the whole shard into staging as golden defines.
+bool boxed_op(const Op& op, Algo algo, bool transport_boxes, int misc_phase);
+
+// What a rank's open batch holds.
+class BatchFill {
+ public:
+  bool empty() const { return ops_ == 0; }
+  int64_t ops() const { return ops_; }
+  int64_t staged() const { return staged_; }
+  // True when `op` (taking `staged` bytes of staging out of `staging_capacity`) must start a new batch.
+  bool closes_before(const BatchPolicy& policy, const Op& op, int64_t staged, int64_t staging_capacity) const;
+  void add(const Op& op, int64_t staged);
+  void clear();
+
+ private:
+  int64_t ops_ = 0, bytes_ = 0, staged_ = 0;
+  std::vector<uint32_t> received_params_;  // bulk params the batch receives into
+};
+
+}  // namespace reshard

@@ -1,0 +1,51 @@
+#include "reshard/core/batch_policy.h"
+
+#include <algorithm>
+#include <string>
+
+namespace reshard {
+
+void BatchPolicy::validate(Problems& problems) const {
+  if (streams < 1 || streams > kMaxStreams)
+    problems.add("--streams must be in 1.." + std::to_string(kMaxStreams) + " (got " + std::to_string(streams) + ")");
+  if (batch_ops < 1) problems.add("--batch-ops must be at least 1 (got " + std::to_string(batch_ops) + ")");
+  if (batch_bytes < kMinBytes) problems.add("--batch-bytes must be at least 4K (got " + std::to_string(batch_bytes) + ")");
+  if (staging_bytes < kMinBytes)
+    problems.add("--staging-bytes must be at least 4K (got " + std::to_string(staging_bytes) + ")");
+}
+
+int64_t BatchPolicy::max_message_bytes(int64_t transport_limit) const {
+  return std::max<int64_t>(64, std::min({staging_bytes, batch_bytes, kMaxMessageBytes, transport_limit}));
+}
+
+int64_t staged_bytes(const Op& op, bool boxed) {
+  if (boxed || op.direct()) return 0;
+  return (op.bytes() + 63) / 64 * 64;
+}
+
+bool boxed_op(const Op& op, Algo algo, bool transport_boxes, int misc_phase) {
+  return transport_boxes && (algo == Algo::Reshard || op.phase == misc_phase);
+}
+
+bool BatchFill::closes_before(const BatchPolicy& policy, const Op& op, int64_t staged, int64_t staging_capacity) const {
+  if (ops_ == 0) return false;
+  const bool depends = op.fanout && op.root &&
+                       std::find(received_params_.begin(), received_params_.end(), op.param) != received_params_.end();
+  return ops_ >= policy.batch_ops || bytes_ + op.bytes() > policy.batch_bytes || staged_ + staged > staging_capacity ||
+         depends;
+}
+
+void BatchFill::add(const Op& op, int64_t staged) {
+  ++ops_;
+  bytes_ += op.bytes();
+  staged_ += staged;
+  const bool sends = op.kind == OpKind::Send || (op.kind == OpKind::Broadcast && op.root);
+  if (!sends && !op.pieces.empty()) received_params_.push_back(op.param);
+}
+
+void BatchFill::clear() {
+  ops_ = bytes_ = staged_ = 0;
+  received_params_.clear();
+}
+
+}  // namespace reshard
