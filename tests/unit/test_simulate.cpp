@@ -194,7 +194,7 @@ TEST(SystemPresets, LoadByName) {
     validate_system_model(m, p);
     EXPECT_TRUE(p.empty()) << name;
   }
-  EXPECT_EQ(find_system_preset("gb200-nvl72").gpus_per_node, 72);
+  EXPECT_EQ(find_system_preset("gb200-nvl72").gpus_per_node, 64);  // a job fills 16 trays of 4 per rack
   EXPECT_GT(find_system_preset("h100-nvl8-ib400").nvlink_gbps, find_system_preset("h100-nvl8-ib400").nic_gbps);
 }
 
@@ -216,6 +216,49 @@ TEST(SystemPresets, BadValuesAreAllReported) {
   validate_system_model(m, p);
   EXPECT_EQ(p.list().size(), 4u);
   EXPECT_THROW(simulate(p2p_plan(1, 8), m), Error);
+}
+
+}  // namespace
+}  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// One train rank (0) sends 1 MiB to gen rank 1, then 1 KiB to gen rank 2, one op per batch. Rank 2's
+// op moves only once rank 0 has posted it, i.e. after rank 0's first batch:
+//   T1 = 15.5 us + 1 MiB / 1 GB/s (rank 0's first batch: launch 5 + per op 0.5 + latency 10 + wire),
+//   rank 2 ends at T1 + 1 KiB / 1 GB/s + 15.5 us, having waited T1 (the old model said 16.524 us).
+TEST(Simulate, ARankWaitsForTheLatestPeerToPostTheOp) {
+  Plan p;
+  p.system.train.num_gpus = 1;
+  p.system.gen.num_gpus = 2;
+  ParamPlan param;
+  param.name = "w";
+  param.shape = Dims{512 * 1024};
+  param.path = Path::Bulk;
+  param.transfer_count = 2;
+  param.src.mesh = Mesh{{"dp"}, {1}, {0}};
+  param.src.placements = {Placement{}};
+  param.dst.mesh = Mesh{{"dp"}, {2}, {1, 2}};
+  param.dst.placements = {Placement{}};
+  p.groups.push_back(CommGroup{"bulk", 0, {0, 1, 2}});
+  p.params.push_back(param);
+  p.transfers.push_back(Transfer{0, 0, 1, 0, Box{Dims{0}, Dims{512 * 1024}}, Dims{0}, Dims{0}});
+  p.transfers.push_back(Transfer{0, 0, 2, 0, Box{Dims{0}, Dims{512}}, Dims{0}, Dims{0}});
+  SystemModel m = model(1, 100, 1);
+  m.launch_us = 5;
+  m.per_op_us = 0.5;
+  m.nic_latency_us = 10;
+  m.batch.batch_ops = 1;
+  const SimResult r = simulate(p, m);
+  const double t1 = 15.5e-6 + 1048576 / 1e9;
+  const double end = t1 + 1024 / 1e9 + 15.5e-6;
+  EXPECT_NEAR(r.total_seconds, end, 1e-12);
+  EXPECT_EQ(r.phases[0].batches, 2);  // rank 0, the first of the slowest
+  EXPECT_NEAR(r.phases[0].seconds, end, 1e-12);
+  // The floor is rank 0's NIC: both messages one after the other.
+  EXPECT_NEAR(r.nic_floor.seconds, (1048576 + 1024) / 1e9, 1e-12);
+  EXPECT_NEAR(r.nic_floor.misc_seconds, 0, 1e-15);
 }
 
 }  // namespace

@@ -105,6 +105,7 @@ struct RankState {
   int64_t total_passes = 0;  // the transport's batched launches (per batch, stream and peer)
   int64_t total_slices = 0;  // time slices its batches' passes need (SystemModel::slice_us)
   Bytes4 total_res{};
+  Bytes4 misc_res{};  // of total_res, misc buckets'
 };
 
 // Which ops a run includes.
@@ -371,7 +372,10 @@ class Replayer {
     const std::pair<int, int> from{op.stream, c.peer};
     if (c.pulls && std::find(s.pulls.begin(), s.pulls.end(), from) == s.pulls.end()) s.pulls.push_back(from);
     s.wire.emplace_back(ready, c.res);
-    for (int i = 0; i < kResources; ++i) s.total_res[i] += c.res[i];
+    for (int i = 0; i < kResources; ++i) {
+      s.total_res[i] += c.res[i];
+      if (op.phase == misc_phase_) s.misc_res[i] += c.res[i];
+    }
     s.latency = std::max(s.latency, c.latency);
     const uint32_t bit = 1u << (op.stream % 32);
     if (!(s.streams_used & bit)) {
@@ -600,6 +604,7 @@ SimResult simulate(const Plan& plan, const SystemModel& model) {
   r.total_seconds = total.seconds;
   r.slowest_rank = total.slowest_rank;
   r.slowest_rank_batches = total.batches;
+  r.slowest_rank_wait_seconds = total.wait_seconds;
   for (size_t rank = 0; rank < all.ranks().size(); ++rank) {
     const RankState& s = all.ranks()[rank];
     r.nvlink_bytes += s.total_res[0];
@@ -607,6 +612,11 @@ SimResult simulate(const Plan& plan, const SystemModel& model) {
     r.copy_bytes += s.total_copy_bytes;
     for (int i = 0; i < kResources; ++i) {
       const double t = static_cast<double>(s.total_res[i]) / all.beta(i);
+      const double misc = static_cast<double>(s.misc_res[i]) / all.beta(i);
+      LinkFloor& f = i < 2 ? r.nvlink_floor : r.nic_floor;
+      f.seconds = std::max(f.seconds, t);
+      f.bulk_seconds = std::max(f.bulk_seconds, t - misc);
+      f.misc_seconds = std::max(f.misc_seconds, misc);
       if (t > r.busiest_link_seconds) {
         r.busiest_link_seconds = t;
         r.busiest_link_bytes = s.total_res[i];

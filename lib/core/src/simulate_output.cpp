@@ -1,4 +1,5 @@
 // `reshard simulate`'s output: the JSON document and the text table of a SimResult (simulate.h).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -10,6 +11,7 @@ namespace reshard {
 nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
   using nlohmann::ordered_json;
   const SystemModel& m = r.model;
+  const double floor = std::max(r.nvlink_floor.seconds, r.nic_floor.seconds);
   auto par = [](const Parallelism& p) {
     return ordered_json{{"num_gpus", p.num_gpus}, {"tp", p.tp}, {"pp", p.pp}, {"ep", p.ep}, {"etp", p.etp}, {"dp", p.dp}};
   };
@@ -22,6 +24,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
                       {"ops", p.ops},
                       {"copies", p.copies},
                       {"launches", p.launches},
+                      {"wait_ms", p.wait_seconds * 1e3},
                       {"switches", p.switches},
                       {"shared_copy_bytes", p.shared_copy_bytes},
                       {"shared_copy_ms", p.shared_copy_seconds * 1e3},
@@ -69,6 +72,15 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
       {"total_time_ms", r.total_seconds * 1e3},
       {"slowest_rank", r.slowest_rank},
       {"slowest_rank_batches", r.slowest_rank_batches},
+      {"slowest_rank_wait_ms", r.slowest_rank_wait_seconds * 1e3},
+      {"floors",
+       {{"nvlink_ms", r.nvlink_floor.seconds * 1e3},
+        {"nvlink_bulk_ms", r.nvlink_floor.bulk_seconds * 1e3},
+        {"nvlink_misc_ms", r.nvlink_floor.misc_seconds * 1e3},
+        {"nic_ms", r.nic_floor.seconds * 1e3},
+        {"nic_bulk_ms", r.nic_floor.bulk_seconds * 1e3},
+        {"nic_misc_ms", r.nic_floor.misc_seconds * 1e3},
+        {"predicted_over_floor", floor > 0 ? r.total_seconds / floor : 1.0}}},
       {"busiest_link",
        {{"rank", r.busiest_rank},
         {"resource", to_string(r.busiest_link)},
@@ -120,6 +132,14 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
   line(" %-27s %12.3f\n", "sequential (bulk, then misc)", r.sequential_seconds * 1e3);
   line(" %-27s %12.3f %13d %9lld\n", "total (executor order)", r.total_seconds * 1e3, r.slowest_rank,
        static_cast<long long>(r.slowest_rank_batches));
+  line("# rank %d waited %.3f ms of that on ranks that posted their part of an op later\n", r.slowest_rank,
+       r.slowest_rank_wait_seconds * 1e3);
+  const double floor = std::max(r.nvlink_floor.seconds, r.nic_floor.seconds);
+  line("# floors (busiest link of the class, the schedule's bytes): NIC %.3f ms (bulk %.3f, misc %.3f), "
+       "NVLink %.3f ms (bulk %.3f, misc %.3f); predicted total is %.2fx the higher\n",
+       r.nic_floor.seconds * 1e3, r.nic_floor.bulk_seconds * 1e3, r.nic_floor.misc_seconds * 1e3,
+       r.nvlink_floor.seconds * 1e3, r.nvlink_floor.bulk_seconds * 1e3, r.nvlink_floor.misc_seconds * 1e3,
+       floor > 0 ? r.total_seconds / floor : 1.0);
   for (const SimPhase& p : r.phases)
     if (p.switches > 0)
       line("# %s: %lld context switches over the domain's ranks\n", p.name.c_str(),

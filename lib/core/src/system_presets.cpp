@@ -100,8 +100,11 @@ const std::vector<SystemModel>& system_presets() {
       make("h100-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5),
       // H200 SXM: same NVLink4 fabric and NICs as H100.
       make("h200-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5),
-      // GB200 NVL72: one NVLink5 domain of 72 GPUs, 900 GB/s per direction peak; CX-7 400 Gb/s per GPU.
-      make("gb200-nvl72", 72, 800, 47, 3, 10, 5, 0.5),
+      // GB200 NVL72: an NVLink5 domain of 72 GPUs (18 trays of 4), 900 GB/s per direction peak; CX-7
+      // 400 Gb/s per GPU. A job's ranks fill 16 of a rack's 18 trays, 64 GPUs, so that power-of-two
+      // groups never straddle racks (72-GPU domains would leave 512 ranks' last 8 alone in an eighth
+      // rack); NCCL M2N's published GB200 runs use 64 per domain too.
+      make("gb200-nvl72", 64, 800, 47, 3, 10, 5, 0.5),
       cpu_mpi_local(),
       h200_shared_1gpu(),
       h200_shared_1gpu_mps(),

@@ -123,6 +123,12 @@ struct SimPhase {
 enum class LinkResource : uint8_t { NvlinkSend, NvlinkRecv, NicSend, NicRecv };
 const char* to_string(LinkResource r);
 
+// The busiest link of one class (every rank's NVLink or NIC, either direction) at its own rate: the
+// bytes the schedule puts on it / bandwidth; bulk and misc alone, and together.
+struct LinkFloor {
+  double seconds = 0, bulk_seconds = 0, misc_seconds = 0;
+};
+
 struct SimResult {
   SystemModel model;
   // Each bulk stage alone (its transfers and fan-outs), the fan-outs of all stages alone, and the
@@ -134,6 +140,9 @@ struct SimResult {
   double total_seconds = 0;     // everything in the executor's order (misc interleaved)
   int slowest_rank = 0;         // of the total
   int64_t slowest_rank_batches = 0;
+  double slowest_rank_wait_seconds = 0;  // of the total, that rank waiting on ranks that posted later
+  // Floors of the schedule's own bytes: no ordering of these ops beats the busiest link of a class.
+  LinkFloor nvlink_floor, nic_floor;
   // Busiest (rank, resource) over the whole run: bytes / bandwidth.
   int busiest_rank = 0;
   LinkResource busiest_link = LinkResource::NicRecv;
