@@ -32,7 +32,7 @@ struct PlanArgs {
   std::string model, system, output, format, layer_map, rules, mtp_layers;
   std::string train_gpus, gen_gpus, train, gen;
   std::string first_stage_layers, last_stage_layers, head_dim, ssm_groups, linear_key_heads, train_vocab_pad,
-      gen_vocab_pad, pipeline_layout, train_order = "tp-cp-ep-dp-pp";
+      gen_vocab_pad, pipeline_layout, gpus_per_node, train_order = "tp-cp-ep-dp-pp";
   bool account_for_embedding = false, account_for_loss = false;
   std::string bulk = "ffn", gen_layout = "hf", fanout = "auto", bucket_bytes = "1Gi";
   std::string gen_precision = "auto", scales = "misc", gen_expert_placement = "linear";
@@ -222,6 +222,10 @@ int run_plan(const PlanArgs& a) {
       "--gen-expert-placement");
   if (options.bucket_bytes <= 0)
     problems.add("--bucket-bytes must be positive, got '" + a.bucket_bytes + "'");
+  if (!a.gpus_per_node.empty())
+    check(problems, [&] {
+      options.gpus_per_node = static_cast<int>(parse_integer(a.gpus_per_node, "--gpus-per-node", 1, kMaxRanksPerSide));
+    });
   if (!a.head_dim.empty())
     check(problems,
           [&] { options.head_dim = static_cast<int>(parse_integer(a.head_dim, "--head-dim", 1, INT32_MAX)); });
@@ -338,6 +342,9 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--train-order", args->train_order,
                   "Megatron's rank order: tp-cp-ep-dp-pp (default) or tp-cp-ep-pp-dp (--use-tp-pp-dp-mapping)")
       ->capture_default_str();
+  cmd->add_option("--gpus-per-node", args->gpus_per_node,
+                  "Ranks per node (NVLink domain; rank r on node r / N): two-phase fan-outs then cross each node "
+                  "once per byte and forward inside it. Recorded in the plan; default: unknown, node-blind");
   cmd->add_option("--layer-map", args->layer_map,
                   "JSON layer->train PP stage map: {\"<layer>\": stage} or [stage, ...]");
   cmd->add_option("--mtp-layers", args->mtp_layers,

@@ -200,6 +200,7 @@ void read_inputs(const Reader& r, const json& doc, Plan& plan) {
   if (r.find(o, "account_for_loss") != nullptr)
     opt.account_for_loss = r.boolean(r.at(o, op, "account_for_loss"), key_path(op, "account_for_loss"));
   if (r.find(o, "train_order") != nullptr) opt.train_order = r.name_at(o, op, "train_order", parse_rank_order);
+  if (r.find(o, "gpus_per_node") != nullptr) opt.gpus_per_node = r.int32_at(o, op, "gpus_per_node", 1);
   if (r.find(o, "gen_expert_placement") != nullptr)  // optional: linear
     opt.gen_expert_placement = r.name_at(o, op, "gen_expert_placement", parse_expert_placement);
 }

@@ -160,7 +160,8 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   w.begin_object(12 + (o.head_dim != 0 ? 1 : 0) + (round_robin ? 1 : 0) + (o.ssm_groups != 0 ? 1 : 0) +
                  (o.linear_key_heads != 0 ? 1 : 0) + (o.train_vocab_pad != 0 ? 1 : 0) + (o.gen_vocab_pad != 0 ? 1 : 0) +
                  (!o.pipeline_layout.empty() ? 1 : 0) + (o.account_for_embedding ? 1 : 0) +
-                 (o.account_for_loss ? 1 : 0) + (o.train_order != RankOrder::TpCpEpDpPp ? 1 : 0));
+                 (o.account_for_loss ? 1 : 0) + (o.train_order != RankOrder::TpCpEpDpPp ? 1 : 0) +
+                 (o.gpus_per_node != 0 ? 1 : 0));
   w.key("bulk"), w.str(to_string(o.bulk));
   w.key("gen_layout"), w.str(to_string(o.gen_layout));
   w.key("fanout"), w.str(to_string(o.fanout));
@@ -187,6 +188,7 @@ void write_inputs(W& w, const Plan& plan, const nlohmann::json& rules) {
   if (o.account_for_embedding) w.key("account_for_embedding"), w.boolean(true);
   if (o.account_for_loss) w.key("account_for_loss"), w.boolean(true);
   if (o.train_order != RankOrder::TpCpEpDpPp) w.key("train_order"), w.str(to_string(o.train_order));
+  if (o.gpus_per_node != 0) w.key("gpus_per_node"), w.integer(o.gpus_per_node);
   w.end_object();
   w.end_object();
 }

@@ -50,6 +50,7 @@ std::string fingerprint(const Plan& plan) {
   if (o.account_for_embedding || o.account_for_loss)
     h.add("account_for").add(o.account_for_embedding ? 1 : 0).add(o.account_for_loss ? 1 : 0);
   if (o.train_order != RankOrder::TpCpEpDpPp) h.add("train_order").add(to_string(o.train_order));
+  if (o.gpus_per_node != 0) h.add("gpus_per_node").add(o.gpus_per_node);
   // Only when set, so that plans made before precision pairs keep their fingerprints.
   if (o.gen_precision != GenPrecision::Auto || o.scales != ScalesPath::Misc)
     h.add("precision").add(to_string(o.gen_precision)).add(to_string(o.scales));

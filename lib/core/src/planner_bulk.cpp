@@ -138,6 +138,7 @@ class BulkPlanner {
           for (const Piece& pc : pieces[d]) deliver(p, pc, src[pc.src], deliveries[pc.src], D, r, esize);
         continue;
       }
+      if (plan_node_aware(p, pieces[d], src, deliveries, D, esize)) continue;
       // Two phases: enough pieces for every replica, each piece to the least-loaded replica.
       std::vector<Piece> work = pieces[d];
       if (!work.empty() && work.size() < D.ranks.size()) {
@@ -169,6 +170,81 @@ class BulkPlanner {
     }
     param.transfer_count = plan_.transfers.size() - param.transfer_begin;
     param.fanout_count = plan_.fanouts.size() - param.fanout_begin;
+  }
+
+  // Two phases that know the nodes (PlanOptions::gpus_per_node), where D's replicas sit on several
+  // nodes and some node holds more than one: each byte enters each node once and is forwarded inside
+  // it over NVLink. Replicas are grouped by node; lane j is the j-th replica of every node (j below the
+  // smallest count). A piece goes to the least-received lane replica (phase one), is broadcast over its
+  // lane (one member per node: a ring that never re-enters a node), then inside every node from that
+  // node's lane member. A node's replicas beyond the smallest count only ever receive over NVLink.
+  // The lane broadcasts of a param come before its node broadcasts, so every root already holds its box.
+  bool plan_node_aware(uint32_t p, const std::vector<Piece>& pieces, const std::vector<DistinctBox>& src,
+                       const std::vector<int64_t>& deliveries, const DistinctBox& D, int64_t esize) {
+    const int gpn = plan_.options.gpus_per_node;
+    if (gpn <= 0 || pieces.empty()) return false;
+    std::map<int, std::vector<size_t>> by_node;  // node -> replica indices into D.ranks, ascending rank
+    for (size_t r = 0; r < D.ranks.size(); ++r) by_node[D.ranks[r] / gpn].push_back(r);
+    size_t lanes = D.ranks.size(), widest = 0;
+    for (auto& [n, rs] : by_node) {
+      std::sort(rs.begin(), rs.end(), [&](size_t a, size_t b) { return D.ranks[a] < D.ranks[b]; });
+      lanes = std::min(lanes, rs.size());
+      widest = std::max(widest, rs.size());
+    }
+    if (by_node.size() < 2 || widest < 2) return false;  // one node, or one replica a node: flat is the same
+    std::vector<std::vector<size_t>> nodes;
+    for (auto& [n, rs] : by_node) nodes.push_back(rs);
+    auto group_of = [&](const std::vector<size_t>& replicas) {
+      std::vector<int> ranks;
+      for (size_t r : replicas) ranks.push_back(D.ranks[r]);
+      return fanout_group(ranks);
+    };
+    std::vector<int> lane_group(lanes), node_group(nodes.size(), -1);
+    for (size_t j = 0; j < lanes; ++j) {
+      std::vector<size_t> lane;
+      for (const auto& rs : nodes) lane.push_back(rs[j]);
+      lane_group[j] = group_of(lane);
+    }
+    for (size_t t = 0; t < nodes.size(); ++t)
+      if (nodes[t].size() > 1) node_group[t] = group_of(nodes[t]);
+    // Enough pieces for every lane replica; each to the least-received one (the first of equals).
+    const size_t roots = lanes * nodes.size();
+    std::vector<Piece> work = pieces;
+    if (work.size() < roots) {
+      const int64_t split = (static_cast<int64_t>(roots) + work.size() - 1) / work.size();
+      std::vector<Piece> finer;
+      for (const Piece& pc : work)
+        for (const Box& b : stripes(pc.box, split)) finer.push_back({b, pc.src, pc.held});
+      work = std::move(finer);
+    }
+    Holders received;
+    for (size_t k = 0; k < roots; ++k) received.push({0, k});
+    std::vector<FanoutOp> inside;
+    for (const Piece& pc : work) {
+      const auto [got, k] = received.top();
+      received.pop();
+      received.push({got + pc.box.elements(), k});
+      const size_t t = k % nodes.size(), j = k / nodes.size();
+      const size_t r = nodes[t][j];
+      deliver(p, pc, src[pc.src], deliveries[pc.src], D, r, esize);
+      FanoutOp op;
+      op.param = p;
+      op.box = pc.box;
+      const DstPiece at = locate(p, pc.box, D, D.flats[r]);
+      op.dst_storage = at.storage;
+      op.dst_local = at.offset;
+      op.root = D.ranks[r];
+      op.group = lane_group[j];
+      plan_.fanouts.push_back(op);
+      for (size_t u = 0; u < nodes.size(); ++u) {
+        if (node_group[u] < 0) continue;
+        op.root = D.ranks[nodes[u][j]];
+        op.group = node_group[u];
+        inside.push_back(op);
+      }
+    }
+    plan_.fanouts.insert(plan_.fanouts.end(), inside.begin(), inside.end());
+    return true;
   }
 
   // Sends `pc` to replica `r` of `D`, striped over the ranks holding it so that the busiest

@@ -325,6 +325,10 @@ class Replayer {
     const size_t root_d = static_cast<size_t>(
         std::lower_bound(gd.nodes.begin(), gd.nodes.end(), root_node) - gd.nodes.begin());
     const int64_t tail_node = gd.nodes[(root_d + gd.nodes.size() - 1) % gd.nodes.size()];
+    // NCCL's ring visits each node's members in one run, and the ring's start inside a node is not the
+    // root: where the root's node holds other members, the bytes leave it and come back (the tail node
+    // sends once more, the root's node receives once more) to reach the members ahead of the root.
+    const bool reenter = nic && gd.count[root_d] > 1;
     const auto root_it = std::lower_bound(members.begin(), members.end(), root);
     const int tail = members[(static_cast<size_t>(root_it - members.begin()) + n - 1) % n];
     const double lat = latency(nic) * (linear ? 1.0 : std::ceil(std::log2(static_cast<double>(n))));
@@ -345,8 +349,8 @@ class Replayer {
         const int64_t kd = gd.count[static_cast<size_t>(
             std::lower_bound(gd.nodes.begin(), gd.nodes.end(), d) - gd.nodes.begin())];
         const int64_t share = (b + kd - 1) / kd;  // this member's part of the domain's crossing
-        if (d != root_node) op.res[res_index(true, false)] = share;
-        if (d != tail_node) op.res[res_index(true, true)] = share;
+        if (d != root_node || reenter) op.res[res_index(true, false)] = share;
+        if (d != tail_node || reenter) op.res[res_index(true, true)] = share;
         if (r != root) op.res[res_index(false, false)] = d == root_node ? b : b - share;
         op.res[res_index(false, true)] = b * (kd - 1) / kd;
       }

@@ -109,6 +109,9 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
   line("#  latency %.1f us NVLink / %.1f us NIC, launch %.1f us, per op %.2f us; streams %d, batch %lld ops / %s\n",
        m.nvlink_latency_us, m.nic_latency_us, m.launch_us, m.per_op_us, m.batch.streams, static_cast<long long>(m.batch.batch_ops),
        format_bytes(m.batch.batch_bytes).c_str());
+  if (plan.options.gpus_per_node > 0 && plan.options.gpus_per_node != m.gpus_per_node)
+    line("#  warning: the plan's fan-outs were made for %d GPUs a node (--gpus-per-node), this system has %lld\n",
+         plan.options.gpus_per_node, static_cast<long long>(m.gpus_per_node));
   if (m.copy_gbps > 0)
     line("#  copies %.1f GB/s per rank, %.1f GB/s shared per domain, %.2f per received byte, %.2f us each, "
          "%.2f us per launch%s%s; algo %s\n",

@@ -77,6 +77,7 @@ std::string options_text(const PlanOptions& o) {
   if (o.account_for_embedding) s += " account-for-embedding";
   if (o.account_for_loss) s += " account-for-loss";
   s += std::string(" train-order=") + to_string(o.train_order);
+  s += " gpus-per-node=" + (o.gpus_per_node ? std::to_string(o.gpus_per_node) : std::string("unknown (fan-out node-blind)"));
   if (!o.rules_json.empty()) s += " rules=(custom)";
   if (o.head_dim) s += " head-dim=" + std::to_string(o.head_dim);
   if (o.ssm_groups) s += " ssm-groups=" + std::to_string(o.ssm_groups);
@@ -103,6 +104,7 @@ Json options_json(const PlanOptions& o) {
   j["account_for_embedding"] = o.account_for_embedding;
   j["account_for_loss"] = o.account_for_loss;
   j["train_order"] = to_string(o.train_order);
+  j["gpus_per_node"] = o.gpus_per_node;  // 0: unknown
   j["custom_rules"] = !o.rules_json.empty();
   return j;
 }

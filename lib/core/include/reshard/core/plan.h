@@ -58,6 +58,9 @@ struct PlanOptions {
   // Megatron's pipeline split beyond first/last stage layers (train side; stages.h).
   std::string pipeline_layout;  // --pipeline-layout: pipeline_model_parallel_layout; empty: none
   bool account_for_embedding = false, account_for_loss = false;  // *_in_pipeline_split
+  // --gpus-per-node: ranks r and s share a node (NVLink domain) iff r / N == s / N. > 0: two-phase
+  // fan-outs cross each node's boundary once per byte (planner_bulk.cpp); 0: unknown, node-blind.
+  int gpus_per_node = 0;
   RankOrder train_order = RankOrder::TpCpEpDpPp;  // --linear-key-heads: gated delta net key heads (config.json linear_num_key_heads); 0: unknown  // --ssm-groups: Mamba2 n_groups (config.json), for the TP cut of in_proj / conv1d; 0: unknown
 };
 
