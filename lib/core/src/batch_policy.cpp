@@ -29,8 +29,13 @@ bool boxed_op(const Op& op, Algo algo, bool transport_boxes, int misc_phase) {
 
 bool BatchFill::closes_before(const BatchPolicy& policy, const Op& op, int64_t staged, int64_t staging_capacity) const {
   if (ops_ == 0) return false;
-  const bool depends = op.fanout && op.root &&
-                       std::find(received_params_.begin(), received_params_.end(), op.param) != received_params_.end();
+  bool depends = false;
+  if (op.fanout && op.root)
+    for (const Piece& p : op.pieces)
+      for (const Written& w : written_)
+        if (w.storage == p.storage && w.landing == p.landing && w.box.offset.n == p.storage_offset.n &&
+            intersect(w.box, Box{p.storage_offset, p.extent}))
+          depends = true;
   return ops_ >= policy.batch_ops || bytes_ + op.bytes() > policy.batch_bytes || staged_ + staged > staging_capacity ||
          depends;
 }
@@ -40,12 +45,13 @@ void BatchFill::add(const Op& op, int64_t staged) {
   bytes_ += op.bytes();
   staged_ += staged;
   const bool sends = op.kind == OpKind::Send || (op.kind == OpKind::Broadcast && op.root);
-  if (!sends && !op.pieces.empty()) received_params_.push_back(op.param);
+  if (!sends)
+    for (const Piece& p : op.pieces) written_.push_back({p.storage, p.landing, Box{p.storage_offset, p.extent}});
 }
 
 void BatchFill::clear() {
   ops_ = bytes_ = staged_ = 0;
-  received_params_.clear();
+  written_.clear();
 }
 
 }  // namespace reshard

@@ -5,8 +5,11 @@
 //
 // A batch is posted, flushed and waited for as a whole: its ops complete together. It closes before an
 // op when it already holds `batch_ops` ops or the op would take it past `batch_bytes`, when the op's
-// staging would not fit what is left, or before a fan-out broadcast this rank roots of a param the
-// batch receives into (the broadcast reads what phase one wrote). Since every rank posts its ops in
+// staging would not fit what is left, or before a fan-out broadcast this rank roots that reads a region
+// the batch writes (the broadcast sends what phase one, or a lane broadcast, wrote there). Regions are
+// compared in storage coordinates, so a replica that received one piece of a param and roots another
+// keeps its batch: cutting it there misaligned the replicas' batches, and every batch of a group then
+// waited for its latest member. Since every rank posts its ops in
 // the shared global order, per-rank batch boundaries cannot deadlock: the lowest unfinished op is
 // posted by all its ranks.
 #pragma once
@@ -58,7 +61,11 @@ class BatchFill {
 
  private:
   int64_t ops_ = 0, bytes_ = 0, staged_ = 0;
-  std::vector<uint32_t> received_params_;  // bulk params the batch receives into
+  struct Written {
+    int storage, landing;  // dst storage, or landing (>= 0: coordinates relative to it)
+    Box box;               // in the storage's (or landing's) coordinates
+  };
+  std::vector<Written> written_;  // regions the batch's receives write
 };
 
 }  // namespace reshard
