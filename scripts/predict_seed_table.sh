@@ -17,17 +17,18 @@ mkdir -p "$WORK" results
 Q35=$WORK/qwen3.5-397b-a17b-like.json
 [ -f "$Q35" ] || python3 scripts/make_model_meta.py scripts/model_configs/qwen3.5-397b-a17b-like.json -o "$Q35"
 
+# Every plan knows its nodes (--gpus-per-node, as the simulated system): two-phase fan-outs node-aware.
 DSV3_OPTS="--exclude ^model\.layers\.61\. --first-stage-layers 3 --last-stage-layers 2"
 # id | source | platform | model file | plan flags | system preset + overrides | published low | high | note
 ROWS=(
-"qwen3-4b|seed|H100|$MODELS/qwen3-4b.json|--train-gpus 8 --train tp=1 --gen-gpus 8 --gen tp=8|--system h100-nvl8-ib400|0.21|0.34|DP8 -> TP8, BF16"
-"qwen3-30b-pp2|seed|H100|$MODELS/qwen3-30b-a3b.json|--train-gpus 16 --train ep=8,pp=2 --gen-gpus 16 --gen tp=8|--system h100-nvl8-ib400|0.74|1.00|EP8xPP2 -> TP8xDP2, BF16"
-"qwen3-30b-dp2|seed|H100|$MODELS/qwen3-30b-a3b.json|--train-gpus 16 --train ep=8 --gen-gpus 16 --gen tp=2|--system h100-nvl8-ib400|2.90|4.00|EP8xDP2 -> TP2xDP8; seed row is FP8, planned BF16 (precision not supported yet)"
-"dsv3-h100|seed|H100|$MODELS/deepseek-v3-bf16.json|--train-gpus 256 --train pp=16,ep=16 --gen-gpus 256 --gen tp=32 $DSV3_OPTS|--system h100-nvl8-ib400|2.39|2.83|PP16xEP16 -> TP32xDP8, BF16, layer 61 (MTP) excluded"
-"qwen3.5-397b|seed|H100|$Q35|--train-gpus 256 --train tp=8,pp=8,ep=32,etp=1 --gen-gpus 256 --gen tp=16 --first-stage-layers 6 --last-stage-layers 6|--system h100-nvl8-ib400|1.97|2.17|TP8xPP8xEP32 (etp 1: Megatron's default etp = tp needs 2048 GPUs) -> TP16xDP16, BF16, generated 'like' metadata, PP split 6/8x6/6 assumed"
-"dsv3-gb200|seed|GB200|$MODELS/deepseek-v3-bf16.json|--train-gpus 256 --train pp=16,ep=16 --gen-gpus 256 --gen tp=32 $DSV3_OPTS|--system gb200-nvl72|1.93|2.59|PP16xEP16 -> TP32xDP8, BF16, layer 61 excluded"
-"m2n-dsv3-128|m2n|GB200|$MODELS/deepseek-v3-bf16.json|--train-gpus 128 --train pp=4,ep=16 --gen-gpus 128 --gen tp=8 --bulk all --mtp-layers 61 --first-stage-layers 16 --last-stage-layers 15|--system gb200-nvl72 --gpus-per-node 64|1.447|3.838|M2N: EP16xDP2xPP4 -> TP8xDP16, every tensor resharded (--bulk all); published: hierarchical 1447 ms, direct 3838 ms"
-"m2n-qwen3-235b-64|m2n|GB200|$MODELS/qwen3-235b-a22b.json|--train-gpus 64 --train tp=2,cp=2,pp=4,ep=16,etp=1 --gen-gpus 64 --gen tp=8 --bulk all --first-stage-layers 23 --last-stage-layers 23|--system gb200-nvl72 --gpus-per-node 64|0.989|2.175|M2N: TP2xCP2xEP16xPP4 -> TP8xDP8 (--bulk all); published: hierarchical 989 ms, direct 2175 ms"
+"qwen3-4b|seed|H100|$MODELS/qwen3-4b.json|--train-gpus 8 --train tp=1 --gen-gpus 8 --gen tp=8 --gpus-per-node 8|--system h100-nvl8-ib400|0.21|0.34|DP8 -> TP8, BF16"
+"qwen3-30b-pp2|seed|H100|$MODELS/qwen3-30b-a3b.json|--train-gpus 16 --train ep=8,pp=2 --gen-gpus 16 --gen tp=8 --gpus-per-node 8|--system h100-nvl8-ib400|0.74|1.00|EP8xPP2 -> TP8xDP2, BF16"
+"qwen3-30b-dp2|seed|H100|$MODELS/qwen3-30b-a3b.json|--train-gpus 16 --train ep=8 --gen-gpus 16 --gen tp=2 --gpus-per-node 8|--system h100-nvl8-ib400|2.90|4.00|EP8xDP2 -> TP2xDP8; seed row is FP8, planned BF16 (precision not supported yet)"
+"dsv3-h100|seed|H100|$MODELS/deepseek-v3-bf16.json|--train-gpus 256 --train pp=16,ep=16 --gen-gpus 256 --gen tp=32 $DSV3_OPTS --gpus-per-node 8|--system h100-nvl8-ib400|2.39|2.83|PP16xEP16 -> TP32xDP8, BF16, layer 61 (MTP) excluded"
+"qwen3.5-397b|seed|H100|$Q35|--train-gpus 256 --train tp=8,pp=8,ep=32,etp=1 --gen-gpus 256 --gen tp=16 --first-stage-layers 6 --last-stage-layers 6 --gpus-per-node 8|--system h100-nvl8-ib400|1.97|2.17|TP8xPP8xEP32 (etp 1: Megatron's default etp = tp needs 2048 GPUs) -> TP16xDP16, BF16, generated 'like' metadata, PP split 6/8x6/6 assumed"
+"dsv3-gb200|seed|GB200|$MODELS/deepseek-v3-bf16.json|--train-gpus 256 --train pp=16,ep=16 --gen-gpus 256 --gen tp=32 $DSV3_OPTS --gpus-per-node 64|--system gb200-nvl72|1.93|2.59|PP16xEP16 -> TP32xDP8, BF16, layer 61 excluded"
+"m2n-dsv3-128|m2n|GB200|$MODELS/deepseek-v3-bf16.json|--train-gpus 128 --train pp=4,ep=16 --gen-gpus 128 --gen tp=8 --bulk all --mtp-layers 61 --first-stage-layers 16 --last-stage-layers 15 --gpus-per-node 64|--system gb200-nvl72 --gpus-per-node 64|1.447|3.838|M2N: EP16xDP2xPP4 -> TP8xDP16, every tensor resharded (--bulk all); published: hierarchical 1447 ms, direct 3838 ms"
+"m2n-qwen3-235b-64|m2n|GB200|$MODELS/qwen3-235b-a22b.json|--train-gpus 64 --train tp=2,cp=2,pp=4,ep=16,etp=1 --gen-gpus 64 --gen tp=8 --bulk all --first-stage-layers 23 --last-stage-layers 23 --gpus-per-node 64|--system gb200-nvl72 --gpus-per-node 64|0.989|2.175|M2N: TP2xCP2xEP16xPP4 -> TP8xDP8 (--bulk all); published: hierarchical 989 ms, direct 2175 ms"
 )
 
 OUT=$WORK/rows.jsonl
