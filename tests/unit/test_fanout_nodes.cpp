@@ -8,6 +8,8 @@
 
 #include "reshard/core/planner.h"
 #include "reshard/core/simulate.h"
+#include "reshard/core/stats.h"
+#include "reshard/core/model.h"
 #include "reshard/core/verify.h"
 #include "test_support.h"
 
@@ -94,6 +96,30 @@ TEST(FanoutNodes, TheSimulatedRingReentersTheRootsNodeOnlyInFlatGroups) {
   m.gpus_per_node = 2;
   EXPECT_EQ(simulate(four_replicas(0), m).nic_bytes, 192);
   EXPECT_EQ(simulate(four_replicas(2), m).nic_bytes, 128);
+}
+
+// --fanout auto chooses for the whole plan: Qwen3-4B (shipped in plans/) DP2 -> TP1 x PP2 x DP2. Each
+// param alone prefers direct (its two gen replicas and two train holders tie, direct has fewer
+// messages), but then each train rank sends every param of both gen stages twice: 2 x 2.50 GiB
+// against the plan's bound of 2.50 GiB, efficiency 0.50. All two-phase: each train rank sends each
+// byte once, 1.00.
+TEST(FanoutChoice, AutoChoosesForTheWholePlan) {
+  const ModelMeta model = load_model(std::string(RESHARD_SOURCE_DIR) + "/plans/qwen3-4b.json");
+  Parallelism gen;
+  gen.pp = 2;
+  PlanOptions o;
+  const Plan plan = plan_reshard(model, test::sys(2, Parallelism{}, 4, gen), o);
+  const PlanStats auto_stats = compute_stats(plan);
+  EXPECT_NEAR(auto_stats.efficiency, 1.0, 1e-9);
+  EXPECT_EQ(auto_stats.lower_bound_bytes, 2689597440);
+  EXPECT_EQ(auto_stats.busiest_bytes, 2689597440);
+  for (const ParamPlan& p : plan.params)
+    if (p.path == Path::Bulk) EXPECT_EQ(p.fanout, Fanout::TwoPhase) << p.name;
+  o.fanout = FanoutMode::Direct;
+  const PlanStats direct = compute_stats(plan_reshard(model, test::sys(2, Parallelism{}, 4, gen), o));
+  EXPECT_EQ(direct.busiest_bytes, 5379194880);
+  EXPECT_NEAR(direct.efficiency, 0.5, 1e-3);
+  EXPECT_EQ(plan.options.fanout, FanoutMode::Auto);  // the plan records what was asked
 }
 
 }  // namespace

@@ -7,9 +7,11 @@
 #include <queue>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "planner_bulk.h"
 #include "reshard/core/dst_layout.h"
+#include "reshard/core/stats.h"
 
 namespace reshard {
 namespace {
@@ -95,7 +97,7 @@ std::vector<Box> dst_pieces(const DstMap& map, uint32_t p, const DistinctBox& d)
 
 class BulkPlanner {
  public:
-  explicit BulkPlanner(Plan& plan) : plan_(plan), send_load_(plan.world(), 0), map_(plan) {}
+  BulkPlanner(Plan& plan, FanoutMode mode) : plan_(plan), mode_(mode), send_load_(plan.world(), 0), map_(plan) {}
 
   void run() {
     for (uint32_t p = 0; p < plan_.params.size(); ++p)
@@ -290,8 +292,8 @@ class BulkPlanner {
 
   Fanout choose_fanout(const ParamPlan& param, size_t k, size_t piece_pairs, size_t n_src_boxes, size_t n_dst_boxes) const {
     if (k <= 1) return Fanout::Direct;
-    if (plan_.options.fanout == FanoutMode::Direct) return Fanout::Direct;
-    if (plan_.options.fanout == FanoutMode::TwoPhase) return Fanout::TwoPhase;
+    if (mode_ == FanoutMode::Direct) return Fanout::Direct;
+    if (mode_ == FanoutMode::TwoPhase) return Fanout::TwoPhase;
     // α-β estimate of the busiest rank for this param alone.
     const double U = static_cast<double>(param.bytes());
     const double n_src = param.src.mesh.size(), n_dst = param.dst.mesh.size();
@@ -313,6 +315,7 @@ class BulkPlanner {
   using Holders = std::priority_queue<std::pair<int64_t, size_t>, std::vector<std::pair<int64_t, size_t>>,
                                       std::greater<>>;
   Plan& plan_;
+  FanoutMode mode_;  // Auto: per param (choose_fanout)
   std::vector<int64_t> send_load_;
   std::vector<Holders> holders_;  // per distinct src box of the param being planned
   DstMap map_;
@@ -321,7 +324,31 @@ class BulkPlanner {
 
 }  // namespace
 
-void plan_bulk_transfers(Plan& plan) { BulkPlanner(plan).run(); }
+// --fanout auto: the whole plan with each param's own choice, all direct and all two-phase, kept by
+// the model of the whole plan rather than of one param: the highest plan efficiency (the plan's lower
+// bound / its busiest rank's bytes, stats.h), then the fewest messages. One param's estimate misses
+// that a train rank feeds every gen stage (Qwen3-4B DP2 -> TP1xPP2xDP2: each param alone prefers
+// direct, the whole plan then runs at efficiency 0.50; all two-phase gives 1.00).
+void plan_bulk_transfers(Plan& plan) {
+  if (plan.options.fanout != FanoutMode::Auto) return BulkPlanner(plan, plan.options.fanout).run();
+  std::optional<Plan> best;
+  double best_efficiency = -1;
+  size_t best_ops = 0;
+  for (FanoutMode mode : {FanoutMode::Auto, FanoutMode::TwoPhase, FanoutMode::Direct}) {
+    Plan candidate = plan;
+    BulkPlanner(candidate, mode).run();
+    const PlanStats stats = compute_stats(candidate);
+    const size_t ops = candidate.transfers.size() + candidate.fanouts.size();
+    if (!best || stats.efficiency > best_efficiency + 1e-9 ||
+        (stats.efficiency > best_efficiency - 1e-9 && ops < best_ops)) {
+      best = std::move(candidate);
+      best_efficiency = stats.efficiency;
+      best_ops = ops;
+    }
+    if (best_efficiency > 1 - 1e-9 && mode == FanoutMode::Auto) break;  // nothing beats a perfect plan's ops
+  }
+  plan = std::move(*best);
+}
 
 void plan_misc_buckets(Plan& plan, const Mesh& train_mesh) {
   std::map<int, std::vector<int>> stage_ranks;
