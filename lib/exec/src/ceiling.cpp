@@ -1,6 +1,7 @@
 #include "reshard/exec/ceiling.h"
 
 #include <algorithm>
+#include <map>
 
 #include "reshard/core/stats.h"
 
@@ -55,6 +56,47 @@ void send_recv(Transport& t, const Plan& plan, int rank, const std::vector<int64
   }
 }
 
+// See ceiling.h: one process's copy rate, and per row the busiest memory pool's bytes at that rate.
+void add_device_copy(Control& ctl, const Plan& plan, Memory& memory, const std::vector<std::vector<int64_t>>& need,
+                     std::vector<PhaseRow>& rows, int warmup, int iters) {
+  const std::string name = memory.pool();
+  uint64_t h = 14695981039346656037ull;  // FNV-1a of the pool's name: equal on ranks sharing it
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  std::vector<uint8_t> mine(8);
+  for (int i = 0; i < 8; ++i) mine[i] = static_cast<uint8_t>(h >> (8 * i));
+  const std::vector<uint8_t> all = ctl.allgather(mine, 8);
+  std::vector<uint64_t> pool(plan.world(), 0);
+  for (int r = 0; r < plan.world(); ++r)
+    for (int i = 0; i < 8; ++i) pool[r] |= static_cast<uint64_t>(all[8 * r + i]) << (8 * i);
+  const int64_t total = *std::max_element(need.back().begin(), need.back().end());
+  const int64_t block = std::clamp<int64_t>(total, 1, int64_t{256} << 20);
+  void* a = ctl.rank() == 0 ? memory.alloc(block) : nullptr;
+  void* b = ctl.rank() == 0 ? memory.alloc(block) : nullptr;
+  if (a != nullptr) {
+    memory.memset(a, 0, block);
+    memory.sync(-1);
+  }
+  double best = 1e30;
+  for (int it = 0; it < std::max(warmup, 1) + iters; ++it) {
+    const double t = timed(ctl, [&] {
+      if (a != nullptr) copy_bytes(memory, block, a, b, block);
+    });
+    if (it >= warmup) best = std::min(best, t);
+  }
+  for (void* p : {a, b})
+    if (p != nullptr) memory.free(p);
+  const double rate = static_cast<double>(block) / best;  // bytes/s, one process alone
+  for (size_t ph = 0; ph < need.size() && ph < rows.size(); ++ph) {
+    std::map<uint64_t, int64_t> per_pool;
+    for (int r = 0; r < plan.world(); ++r) per_pool[pool[r]] += need[ph][r];
+    int64_t busiest = 0;
+    for (const auto& [p, bytes] : per_pool) busiest = std::max(busiest, bytes);
+    if (busiest == 0) continue;
+    rows[ph].device_copy_bytes = busiest;
+    rows[ph].device_copy_time = static_cast<double>(busiest) / rate;
+  }
+}
+
 }  // namespace
 
 const char* to_string(CeilingKind k) { return k == CeilingKind::Copy ? "copy" : "sendrecv"; }
@@ -104,6 +146,7 @@ void add_ceiling(Control& ctl, const Plan& plan, Memory& memory, Transport& tran
   }
   for (void* p : {a, b})
     if (p != nullptr) memory.free(p);
+  if (kind == CeilingKind::Copy) add_device_copy(ctl, plan, memory, need, rows, warmup, iters);
 }
 
 }  // namespace reshard

@@ -144,6 +144,9 @@ std::string format_report(const RunReport& r, const RunArgs& a, const std::strin
   if (total.has_ceiling())
     line("; ceiling %.2f GB/s, efficiency %.3f (vs %s)", total.ceiling_gbps(), total.efficiency(),
          r.ceiling_kind.c_str());
+  if (total.device_copy_time > 0)
+    line("; efficiency %.3f vs one process's device copy (%s of the busiest device in %.3f ms)",
+         total.device_efficiency(), human_bytes(total.device_copy_bytes).c_str(), total.device_copy_time * 1e3);
   if (total.wrong >= 0) line("; #wrong %lld%s", static_cast<long long>(total.wrong), total.wrong == 0 ? " (PASSED)" : " (FAILED)");
   out += "\n";
   return out;
@@ -175,6 +178,11 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
       phases.back()["ceiling_bytes"] = row.ceiling_bytes;
       phases.back()["ceiling_ms"] = row.ceiling_time * 1e3;
       phases.back()["efficiency"] = row.efficiency();
+    }
+    if (row.device_copy_time > 0) {
+      phases.back()["device_copy_ms"] = row.device_copy_time * 1e3;
+      phases.back()["device_copy_bytes"] = row.device_copy_bytes;
+      phases.back()["device_efficiency"] = row.device_efficiency();
     }
   }
   int64_t peak = 0;
@@ -220,6 +228,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
     j["ceiling_kind"] = r.ceiling_kind;
     j["efficiency"] = r.rows.back().efficiency();
   }
+  if (r.rows.back().device_copy_time > 0) j["device_efficiency"] = r.rows.back().device_efficiency();
   return j;
 }
 

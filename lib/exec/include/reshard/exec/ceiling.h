@@ -6,6 +6,10 @@
 //             (cuda-ipc): the device memory is the link.
 //   sendrecv  every gen rank receives its bytes from one train rank through the transport itself
 //             (NCCL: plain send/recv between two GPUs, no reshard logic): the link between GPUs.
+// With copy, also the device's own limit: one process alone copies a block (rank 0, 256 MiB at most,
+// best of the timed runs), and a phase's device-copy time is the bytes of all ranks sharing the
+// busiest memory pool (Memory::pool) at that rate. Time-sliced processes cannot beat it; the
+// concurrent copy ceiling above pays their switches too.
 #pragma once
 #include <string>
 #include <vector>

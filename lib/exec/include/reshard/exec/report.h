@@ -33,12 +33,15 @@ struct PhaseRow {
   int64_t wrong = -1;  // -1: not checked
   double ceiling_time = 0;     // seconds, avg over timed iterations; 0: not measured
   int64_t ceiling_bytes = 0;   // max over ranks of the bytes a rank copied for the ceiling
+  double device_copy_time = 0;   // copy ceiling: the busiest pool's bytes at one process's copy rate
+  int64_t device_copy_bytes = 0;
   double plan_efficiency() const {
     return busiest_bytes > 0 ? static_cast<double>(lower_bound_bytes) / static_cast<double>(busiest_bytes) : 1.0;
   }
   bool has_ceiling() const { return ceiling_time > 0; }
   double ceiling_gbps() const { return has_ceiling() ? static_cast<double>(ceiling_bytes) / ceiling_time / 1e9 : 0; }
   double efficiency() const { return has_ceiling() && time_avg > 0 ? ceiling_time / time_avg : 0; }
+  double device_efficiency() const { return device_copy_time > 0 && time_avg > 0 ? device_copy_time / time_avg : 0; }
 };
 
 struct RunReport {
