@@ -98,6 +98,26 @@ TEST(FanoutNodes, TheSimulatedRingReentersTheRootsNodeOnlyInFlatGroups) {
   EXPECT_EQ(simulate(four_replicas(2), m).nic_bytes, 128);
 }
 
+// Misc buckets with --gpus-per-node: train DP4 on nodes {0, 1}, {2, 3}, gen DP2 on {4, 5}; the one
+// bucket is rooted at rank 0 and goes to the train ranks of its node (NIC striping) and the gen ranks:
+// {0, 1, 4, 5}. Ranks 2 and 3 hold it already and receive nothing. Without nodes: group 0, everyone.
+TEST(FanoutNodes, MiscBucketsGoToTheRootsNodeAndTheGenRanks) {
+  ModelMeta m;
+  m.name = "misc-nodes";
+  m.tensors.push_back({"model.norm.weight", Dims{16}, DType::BF16});
+  m.tensors.push_back({"model.layers.0.mlp.down_proj.weight", Dims{8, 4}, DType::BF16});
+  PlanOptions o;
+  o.gpus_per_node = 2;
+  const Plan plan = plan_reshard(m, test::sys(4, Parallelism{}, 2, Parallelism{}), o);
+  ASSERT_TRUE(verify_plan(plan).ok());
+  ASSERT_EQ(plan.buckets.size(), 1u);
+  EXPECT_EQ(plan.buckets[0].root, 0);
+  EXPECT_EQ(plan.groups[plan.buckets[0].group].ranks, (std::vector<int>{0, 1, 4, 5}));
+  o.gpus_per_node = 0;
+  const Plan blind = plan_reshard(m, test::sys(4, Parallelism{}, 2, Parallelism{}), o);
+  EXPECT_EQ(blind.groups[blind.buckets[0].group].ranks, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+}
+
 // --fanout auto chooses for the whole plan: Qwen3-4B (shipped in plans/) DP2 -> TP1 x PP2 x DP2. Each
 // param alone prefers direct (its two gen replicas and two train holders tie, direct has fewer
 // messages), but then each train rank sends every param of both gen stages twice: 2 x 2.50 GiB

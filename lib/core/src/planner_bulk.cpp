@@ -350,9 +350,17 @@ void plan_bulk_transfers(Plan& plan) {
   plan = std::move(*best);
 }
 
+// Misc buckets of one train stage, each at most bucket_bytes, rooted at the stage's train ranks in
+// turn. Without node information a bucket goes to every rank (group 0). With --gpus-per-node it goes
+// to the gen ranks (each holds every misc param, storage.cpp dst_storages) and the train ranks on its
+// root's node only: those take their share of the node's NIC crossing (NCCL stripes a ring's crossing
+// over the NICs of the communicator's GPUs on the node; a root alone would carry it on one NIC) and
+// receive over NVLink what they hold; train ranks on other nodes receive nothing. One group per root
+// node (with NCCL, a communicator on every gen GPU).
 void plan_misc_buckets(Plan& plan, const Mesh& train_mesh) {
   std::map<int, std::vector<int>> stage_ranks;
   std::map<int, int> stage_buckets;
+  std::map<std::vector<int>, int> groups;
   MiscBucket* open = nullptr;
   for (uint32_t i = 0; i < plan.params.size(); ++i) {
     ParamPlan& p = plan.params[i];
@@ -372,6 +380,16 @@ void plan_misc_buckets(Plan& plan, const Mesh& train_mesh) {
     p.bucket_offset = open->bytes;
     open->bytes += bytes;
     open->params.push_back(i);
+  }
+  const int gpn = plan.options.gpus_per_node;
+  if (gpn <= 0) return;  // group 0: every rank
+  for (MiscBucket& b : plan.buckets) {
+    std::vector<int> ranks;
+    for (int r = b.root / gpn * gpn; r < std::min(plan.train_world(), (b.root / gpn + 1) * gpn); ++r) ranks.push_back(r);
+    for (int r = plan.train_world(); r < plan.world(); ++r) ranks.push_back(r);
+    auto [it, fresh] = groups.try_emplace(ranks, static_cast<int>(plan.groups.size()));
+    if (fresh) plan.groups.push_back(CommGroup{"misc", b.pp_stage, ranks});
+    b.group = it->second;
   }
 }
 

@@ -205,6 +205,8 @@ class Verifier {
           problem(name + ": gen rank " + std::to_string(r) + " is not in its group");
           break;
         }
+      if (!std::binary_search(members.begin(), members.end(), bucket.root))
+        problem(name + ": root " + std::to_string(bucket.root) + " is not in its group");
       if (bucket.root < 0 || bucket.root >= plan_.train_world()) problem(name + ": root " + std::to_string(bucket.root) + " is not a train rank");
       int64_t offset = 0;
       for (uint32_t i : bucket.params) {
