@@ -1,0 +1,38 @@
+# Sourced by the one-call device recipes (scripts/gpu_*_layouts.sh, gpu_schedule.sh): the log, the
+# build, `ctest -L gpu`, and one case planned and run with --check beside --algo golden.
+# Needs OUT (the results folder) and LOG set; env: BUILD (default build-gpu), JOBS (default nproc),
+# SKIP_CTEST=1.
+BUILD=${BUILD:-build-gpu}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+R=$BUILD/apps/reshard/reshard
+say() { echo "$@" | tee -a "$LOG"; }
+
+# Build (Release) and, unless SKIP_CTEST=1, `ctest -L gpu`; exits on a failed build.
+gpu_build_and_test() {
+  { nvidia-smi -L; git rev-parse HEAD 2>/dev/null; } >>"$LOG" 2>&1
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >>"$LOG" 2>&1 &&
+    cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" >>"$LOG" 2>&1 || { say "build failed"; tail -30 "$LOG"; exit 1; }
+  grep -E "reshard backends" "$LOG" | tail -1 | tee -a "$LOG"
+  if [ "${SKIP_CTEST:-0}" != 1 ]; then
+    (cd "$BUILD" && ctest -L gpu --output-on-failure --timeout 600) >>"$LOG" 2>&1
+    say "ctest -L gpu: $(grep -E 'tests passed|tests failed' "$LOG" | tail -1)"
+  fi
+}
+
+# run_case NAME MODEL_JSON RANKS TRAIN_GPUS TRAIN GEN_GPUS GEN [plan flags...] [RUN run flags...]:
+# plans into $OUT/NAME.json, runs --check with reshard and golden (cuda-ipc unless TRANSPORT is set),
+# and logs each run's #wrong line.
+run_case() {
+  local name=$1 model=$2 np=$3 tg=$4 t=$5 gg=$6 g=$7; shift 7
+  local plan_flags=() run_flags=()
+  while [ $# -gt 0 ] && [ "$1" != RUN ]; do plan_flags+=("$1"); shift; done
+  [ "${1:-}" = RUN ] && shift && run_flags=("$@")
+  "$R" plan --model "$model" --train-gpus "$tg" --train "$t" --gen-gpus "$gg" --gen "$g" "${plan_flags[@]}" \
+    -o "$OUT/$name.json" --force >>"$LOG" 2>&1 || { say "$name: plan failed"; return; }
+  for algo in ${ALGOS:-reshard golden}; do
+    out=$(mpirun --oversubscribe -np "$np" "$R" run --plan "$OUT/$name.json" --transport "${TRANSPORT:-cuda-ipc}" \
+      --check --algo "$algo" --iters "${ITERS:-3}" "${run_flags[@]}" 2>&1)
+    echo "$out" >>"$LOG"
+    say "$name $algo: $(echo "$out" | grep -E '#wrong' | tail -1)"
+  done
+}
