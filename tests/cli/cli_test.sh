@@ -109,6 +109,11 @@ plan_summary)
   expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM"
   contains out.txt "bulk 5.01 GiB (66.9 %)"
   contains out.txt "efficiency   1.000"
+  # Memory (issue 19): train rank 0 holds the bulk whole (5.01 GiB) and the misc bucket it roots
+  # (1021.93 MiB) = 6.01 GiB, + staging and landings (256 MiB each) + the largest bucket = 7.51 GiB;
+  # a gen rank 641.25 MiB of bulk + 2.48 GiB misc + the same = 4.61 GiB.
+  contains out.txt "memory       7.51 GiB at most a rank (rank 0, train: storages 6.01 GiB, staging 256.00 MiB"
+  contains out.txt "all ranks 91.40 GiB"
   [ -z "$(ls | grep -v -e out.txt -e err.txt)" ] || fail "a file was written without -o"
   expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o p.json --summary
   contains out.txt "fingerprint"

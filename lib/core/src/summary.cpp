@@ -9,6 +9,7 @@
 
 #include "names.h"
 #include "reshard/core/after_loading.h"
+#include "reshard/core/memory_estimate.h"
 #include "reshard/core/rules.h"
 #include "reshard/core/error.h"
 #include "reshard/core/units.h"
@@ -229,18 +230,18 @@ std::vector<int> busiest_ranks(const PlanStats& stats, size_t count) {
 std::string format_rank_table(const Plan& plan, const PlanStats& stats, const std::vector<int>& ranks) {
   std::ostringstream out;
   char line[256];
-  std::snprintf(line, sizeof line, "%6s %-5s %11s %11s %11s %11s %8s %8s %8s %11s\n", "rank", "side",
+  std::snprintf(line, sizeof line, "%6s %-5s %11s %11s %11s %11s %8s %8s %8s %11s %11s\n", "rank", "side",
                 "bulk sent", "bulk recv", "misc sent", "misc recv", "sends", "recvs", "buckets",
-                "lower bound");
+                "lower bound", "memory");
   out << line;
   for (int r : ranks) {
     const RankStats& s = stats.ranks.at(static_cast<size_t>(r));
-    std::snprintf(line, sizeof line, "%6d %-5s %11s %11s %11s %11s %8lld %8lld %8lld %11s\n", r,
+    std::snprintf(line, sizeof line, "%6d %-5s %11s %11s %11s %11s %8lld %8lld %8lld %11s %11s\n", r,
                   side(plan, r), format_bytes(s.bulk_send_bytes).c_str(),
                   format_bytes(s.bulk_recv_bytes).c_str(), format_bytes(s.misc_send_bytes).c_str(),
                   format_bytes(s.misc_recv_bytes).c_str(), static_cast<long long>(s.bulk_send_msgs),
                   static_cast<long long>(s.bulk_recv_msgs), static_cast<long long>(s.misc_msgs),
-                  format_bytes(s.lower_bound_bytes).c_str());
+                  format_bytes(s.lower_bound_bytes).c_str(), format_bytes(rank_memory(plan, r).total()).c_str());
     out << line;
   }
   return out.str();
@@ -277,6 +278,24 @@ std::string format_summary(const Plan& plan, const PlanStats& st) {
   row("busiest", "rank " + std::to_string(st.busiest_rank) + " (" + side(plan, st.busiest_rank) + ") moves " +
                      format_bytes(st.busiest_bytes) + " (" + std::to_string(st.busiest_bytes) + " B)");
   row("efficiency", fmt("%.3f", st.efficiency) + " (lower bound / busiest rank)");
+  {
+    const std::vector<RankMemory> mem = plan_memory(plan);
+    size_t peak = 0;
+    int64_t all = 0;
+    for (size_t r = 0; r < mem.size(); ++r) {
+      all += mem[r].total();
+      if (mem[r].total() > mem[peak].total()) peak = r;
+    }
+    if (!mem.empty()) {
+      const RankMemory& m = mem[peak];
+      row("memory", format_bytes(m.total()) + " at most a rank (rank " + std::to_string(peak) + ", " +
+                        side(plan, static_cast<int>(peak)) + ": storages " + format_bytes(m.storages) + ", staging " +
+                        format_bytes(m.staging) + ", landings " + format_bytes(m.landings) + ", misc bucket " +
+                        format_bytes(m.bucket) + "); all ranks " + format_bytes(all) +
+                        ". Host memory with --transport mpi (every rank of a host together), GPU memory with "
+                        "cuda-ipc / nccl; at run's default --staging-bytes 256Mi");
+    }
+  }
   for (const std::string& note : after_loading_notes(plan)) row("after load", note);
   const size_t world = st.ranks.size();
   out << "\n";
@@ -393,6 +412,9 @@ Json rank_json(const Plan& plan, const RankStats& r) {
   j["bulk_recv_msgs"] = r.bulk_recv_msgs;
   j["misc_msgs"] = r.misc_msgs;
   j["lower_bound_bytes"] = r.lower_bound_bytes;
+  const RankMemory m = rank_memory(plan, r.rank);
+  j["memory"] = Json{{"total", m.total()}, {"storages", m.storages}, {"staging", m.staging},
+                     {"landings", m.landings}, {"bucket", m.bucket}};
   return j;
 }
 

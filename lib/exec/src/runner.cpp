@@ -19,6 +19,7 @@
 #include "reshard/core/storage.h"
 #include "reshard/core/units.h"
 #include "reshard/core/verify.h"
+#include "reshard/core/memory_estimate.h"
 #include "reshard/exec/ceiling.h"
 #include "reshard/exec/report.h"
 
@@ -108,24 +109,13 @@ void check_flag_agreement(Control& ctl, const RunArgs& a, int64_t plan_content) 
                    " (every rank must get the same plan file and run flags)");
 }
 
-// What this rank will allocate at most: its storages (scales included), the wire staging and the
-// landing pool (each bounded by --staging-bytes and by what the rank holds) and its largest misc bucket.
-int64_t rank_need_bytes(const Plan& plan, int rank, const BatchPolicy& o) {
-  int64_t need = 0;
-  for (const auto& list : {src_storages(plan, rank), dst_storages(plan, rank)})
-    for (const LocalStorage& s : list) need += s.bytes() + s.scale_bytes();
-  int64_t bucket = 0;
-  for (const MiscBucket& b : plan.buckets) bucket = std::max(bucket, b.bytes);
-  return need + 2 * std::min(o.staging_bytes, need) + bucket;
-}
-
 // Collectively, before anything is allocated: the ranks sharing a memory pool (one host, one GPU)
 // must fit in what it has free; else an agreed Error(Config) with the estimate and what is there.
 void check_memory_fits(Control& ctl, const Plan& plan, const BatchPolicy& o, const Memory& memory) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   const std::string pool = memory.pool() + " of " + host;
-  const int64_t key = stable_hash(pool), need = rank_need_bytes(plan, ctl.rank(), o);
+  const int64_t key = stable_hash(pool), need = rank_memory(plan, ctl.rank(), o).total();
   int64_t avail = memory.available_bytes();
   if (const char* fake = std::getenv("RESHARD_FAKE_AVAILABLE_BYTES")) avail = std::atoll(fake);  // test hook
   std::vector<uint8_t> mine(24);
