@@ -11,9 +11,12 @@ void add_run_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<ExecFlags>();
   cmd->add_option("--plan", flags->args.plan_path, "Plan file (JSON or CBOR) from `reshard plan`")->required();
   cmd->add_option("--algo", flags->args.algo, "reshard (the plan) or golden (broadcast every shard whole)")
-      ->check(CLI::IsMember({"reshard", "golden"}));
-  cmd->add_option("--iters", flags->args.iters, "Timed iterations");
-  cmd->add_option("--warmup", flags->args.warmup, "Untimed warm-up iterations");
+      ->check(CLI::IsMember({"reshard", "golden"}))
+      ->capture_default_str();
+  cmd->add_option("--iters", flags->args.iters, "Timed iterations")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--warmup", flags->args.warmup, "Untimed warm-up iterations")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("--check", flags->args.check, "Verify every destination byte after the run (exit 1 on any wrong byte)");
   cmd->add_option("--json", flags->args.json_path, "Also write the results as JSON to this file");
   cmd->add_flag("--force", flags->args.force, "Replace an existing --json file");

@@ -18,10 +18,12 @@ struct ExecFlags {
 inline void add_exec_flags(CLI::App& cmd, ExecFlags& f) {
   cmd.add_option("--transport", f.args.transport,
                  "Data plane: mpi (host memory), cuda-ipc (GPUs of one node, ranks may share a GPU) or nccl "
-                 "(one GPU per rank, across nodes)");
+                 "(one GPU per rank, across nodes)")
+      ->capture_default_str();
   cmd.add_option("--timeout", f.args.timeout_s,
                  "Seconds a rank waits for another (dead or hung?) without progress before every rank stops "
-                 "with an error naming it (default 300)");
+                 "with an error naming it")
+      ->capture_default_str();
   add_batch_flags(cmd, f.batch);
 }
 

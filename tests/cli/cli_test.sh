@@ -194,6 +194,22 @@ usage_error_once)
   head -n 1 err.txt | grep -q '^reshard: ' || fail "rank 0's message lacks the prefix: $(cat err.txt)"
   [ "$(grep -c 'reshard: ' err.txt)" -eq 1 ] || fail "printed more than once: $(cat err.txt)"
   ;;
+unknown_names)  # a mistyped command or flag is named, with the closest known one (issue 19)
+  expect_rc 2 "$RESHARD" bogus
+  contains err.txt "reshard: unknown command 'bogus'; commands: plan, inspect, verify, run, simulate"
+  expect_rc 2 "$RESHARD" simulte plan.json
+  contains err.txt "unknown command 'simulte' (did you mean simulate?)"
+  expect_rc 2 "$RESHARD" plan --modle "$MODEL" --system "$SYSTEM"
+  contains err.txt "reshard: plan: unknown flag --modle (did you mean --model?)"
+  expect_rc 2 "$RESHARD" run --plan p.json --iter=3
+  contains err.txt "run: unknown flag --iter (did you mean --iters?)"
+  expect_rc 0 "$RESHARD" run --help
+  contains out.txt "--iters INT:POSITIVE=5"
+  contains out.txt "--warmup INT:NONNEGATIVE=1"
+  contains out.txt "--timeout FLOAT=300"
+  expect_rc 0 "$RESHARD" simulate --help
+  contains out.txt "--batch-ops INT=64"
+  ;;
 *)
   fail "unknown case"
   ;;
