@@ -11,7 +11,7 @@
 
 namespace {
 
-const char* kModel = RESHARD_SHARED_MODELS "/deepseek-v3-bf16.json";
+const char* kModel = RESHARD_TEST_MODELS_DIR "/deepseek-v3-bf16.json";
 
 reshard::SystemConfig deepseek_system() {
   reshard::SystemConfig s;

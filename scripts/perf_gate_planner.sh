@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Runs the planner benchmark pinned to one core and gates it against results/baseline/planner.json
 # (scripts/perf_gate: ratios to a reference computation timed in the same run). ~17 s.
-# Exit 77 (ctest: skipped) when the DeepSeek-V3 metadata in ../shared/models is absent.
+# The DeepSeek-V3 metadata ships in tests/data (unpacked into the build tree by CMake, whose test sets
+# RESHARD_TEST_MODELS_DIR); absent, the gate fails.
 # usage: scripts/perf_gate_planner.sh BENCH_BINARY [OUT_JSON] [perf_gate flags...]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=${1:?usage: perf_gate_planner.sh BENCH_BINARY [OUT_JSON]}
 OUT=${2:-$(dirname "$BENCH")/planner.json}
 shift $(( $# >= 2 ? 2 : 1 ))
-MODEL=${RESHARD_SHARED_MODELS:-$ROOT/../shared/models}/deepseek-v3-bf16.json
+MODEL=${RESHARD_TEST_MODELS_DIR:-$(dirname "$BENCH")/../test-models}/deepseek-v3-bf16.json
 if [ ! -f "$MODEL" ]; then
-  echo "perf_gate_planner: $MODEL absent; skipped"
-  exit 77
+  echo "perf_gate_planner: $MODEL absent (set RESHARD_TEST_MODELS_DIR)"
+  exit 1
 fi
 PIN=()
 if command -v taskset >/dev/null; then PIN=(taskset -c "$(( $(nproc) - 1 ))"); fi

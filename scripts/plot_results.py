@@ -25,7 +25,7 @@ RESULTS = os.path.join(ROOT, "results")
 
 def collect_planning(build):
     reshard = os.path.join(build, "apps", "reshard", "reshard")
-    models = os.environ.get("RESHARD_SHARED_MODELS", os.path.join(ROOT, "..", "shared", "models"))
+    models = os.environ.get("RESHARD_TEST_MODELS_DIR", os.path.join(ROOT, "..", "shared", "models"))
     rows = []
     for path in sorted(glob.glob(os.path.join(models, "*.json"))):
         doc = json.load(open(path))

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-${RESHARD_BUILD_DIR:-build}}
 RESHARD=$BUILD/apps/reshard/reshard
-MODELS=${RESHARD_SHARED_MODELS:-../shared/models}
+MODELS=${RESHARD_TEST_MODELS_DIR:-../shared/models}
 WORK=$BUILD/predict
 mkdir -p "$WORK" results
 [ -x "$RESHARD" ] || { echo "predict: $RESHARD not built" >&2; exit 2; }

@@ -212,8 +212,8 @@ TEST_F(ModelIo, SafetensorsIndexMismatches) {
 }
 
 TEST(ModelReal, Qwen3_4BWhenPresent) {
-  const std::string path = std::string(RESHARD_SHARED_MODELS) + "/qwen3-4b.json";
-  if (!fs::exists(path)) GTEST_SKIP() << "absent: " << path;
+  const std::string path = std::string(RESHARD_TEST_MODELS_DIR) + "/qwen3-4b.json";
+  ASSERT_TRUE(fs::exists(path)) << "absent: " << path;
   ModelMeta m = load_model(path);
   EXPECT_EQ(m.name, "Qwen/Qwen3-4B");
   EXPECT_EQ(m.tensors.size(), 398u);

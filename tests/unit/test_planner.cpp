@@ -14,7 +14,7 @@
 namespace reshard {
 namespace {
 
-using test::shared_model;
+using test::test_model;
 using test::sys;
 
 TEST(Mesh, OrderTpFastestThenDpThenPp) {
@@ -42,8 +42,8 @@ TEST(Stages, VllmRemainderBeforeLast) {
 }
 
 TEST(Planner, SeedQwen3_4B_DP8toTP8) {
-  const std::string path = shared_model("qwen3-4b.json");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+  const std::string path = test_model("qwen3-4b.json");
+  ASSERT_TRUE(std::filesystem::exists(path)) << path << " absent";
   Parallelism t, g;
   g.tp = 8;
   Plan plan = plan_reshard(load_model(path), sys(8, t, 8, g), PlanOptions{});
@@ -55,8 +55,8 @@ TEST(Planner, SeedQwen3_4B_DP8toTP8) {
 }
 
 TEST(Planner, SeedQwen3_30B_EP8PP2toTP8DP2) {
-  const std::string path = shared_model("qwen3-30b-a3b.json");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+  const std::string path = test_model("qwen3-30b-a3b.json");
+  ASSERT_TRUE(std::filesystem::exists(path)) << path << " absent";
   Parallelism t, g;
   t.pp = 2;
   t.ep = 8;

@@ -357,11 +357,11 @@ TEST(Megatron, RandomConfigsVerifyAndTileStorages) {
   }
 }
 
-using test::shared_model;
+using test::test_model;
 
 TEST(Megatron, Qwen3_30B_EP8PP2_to_TP4EP4ETP1) {
-  const std::string path = shared_model("qwen3-30b-a3b.json");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+  const std::string path = test_model("qwen3-30b-a3b.json");
+  ASSERT_TRUE(std::filesystem::exists(path)) << path << " absent";
   const Plan plan =
       plan_reshard(load_model(path), sys(16, "pp=2,ep=8", 16, "tp=4,ep=4,etp=1"), megatron(BulkMode::All));
   expect_verifies(plan);
@@ -380,8 +380,8 @@ TEST(Megatron, Qwen3_30B_EP8PP2_to_TP4EP4ETP1) {
 }
 
 TEST(Megatron, DeepSeekV3_PP16EP16_to_TP8EP32ETP1) {
-  const std::string path = shared_model("deepseek-v3-bf16.json");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " absent";
+  const std::string path = test_model("deepseek-v3-bf16.json");
+  ASSERT_TRUE(std::filesystem::exists(path)) << path << " absent";
   PlanOptions o = megatron(BulkMode::All);  // MLA attention: no q/k/v to interleave
   o.exclude = {"^model\\.layers\\.61\\."};  // the MTP layer
   o.first_stage_layers = 3;

@@ -264,9 +264,8 @@ TEST(Precision, Mxfp8NeedsKDivisibleBy32OnEveryShard) {
 
 TEST(Precision, DeepSeekV3Fp8Pp16Ep16ToTp32Dp8) {
   const std::string path =
-      std::string(RESHARD_SHARED_MODELS) + "/deepseek-v3-fp8.json";
-  if (!std::filesystem::exists(path))
-    GTEST_SKIP() << path << " absent";
+      std::string(RESHARD_TEST_MODELS_DIR) + "/deepseek-v3-fp8.json";
+  ASSERT_TRUE(std::filesystem::exists(path)) << path << " absent";
   const ModelMeta m = load_model(path);
   Parallelism t, g;
   t.pp = 16;

@@ -31,8 +31,8 @@ inline SystemConfig system_of(int train_gpus, int train_pp, int train_tp, int tr
 inline std::string test_data(const std::string& file) {
   return std::string(RESHARD_SOURCE_DIR) + "/tests/data/" + file;
 }
-inline std::string shared_model(const std::string& file) {
-  return std::string(RESHARD_SHARED_MODELS) + "/" + file;
+inline std::string test_model(const std::string& file) {
+  return std::string(RESHARD_TEST_MODELS_DIR) + "/" + file;
 }
 
 // `n` MLP weights of 16 x 32 BF16 (1 KiB each), one norm (misc).
