@@ -2,9 +2,12 @@
 #include "reshard/exec/report.h"
 
 #include <algorithm>
+#include <cmath>
+#include <ctime>
 #include <climits>
 #include <cstdio>
 
+#include "reshard/core/plan_enums.h"
 #include "reshard/core/stats.h"
 
 namespace reshard {
@@ -71,6 +74,7 @@ RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
       row.lower_bound_bytes = std::max(row.lower_bound_bytes, v);
     }
     const std::vector<double>& t = times[ph];
+    row.samples = t;
     if (!t.empty()) {
       row.time_min = *std::min_element(t.begin(), t.end());
       row.time_max = *std::max_element(t.begin(), t.end());
@@ -152,6 +156,35 @@ std::string format_report(const RunReport& r, const RunArgs& a, const std::strin
   return out;
 }
 
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+nlohmann::json build_json() {
+  return {{"reshard", RESHARD_VERSION}, {"git", RESHARD_GIT_SHA}, {"type", RESHARD_BUILD_TYPE}};
+}
+
+}  // namespace
+
+nlohmann::json error_json(const RunArgs& a, int exit_code, const std::string& message) {
+  return nlohmann::json{{"format", "reshard-run"},
+                        {"version", 1},
+                        {"status", "error"},
+                        {"exit_code", exit_code},
+                        {"error", message},
+                        {"timestamp", utc_now()},
+                        {"build", build_json()},
+                        {"arguments", {{"plan", a.plan_path}, {"transport", a.transport}, {"algo", a.algo}}},
+                        {"command_line", a.command_line}};
+}
+
 nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::string& transport,
                            const std::string& transport_version, const std::string& mpi_library, int world) {
   const Plan& plan = *r.plan;
@@ -173,6 +206,14 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
                       {"lower_bound_bytes", row.lower_bound_bytes},
                       {"plan_efficiency", row.plan_efficiency()},
                       {"wrong", row.wrong < 0 ? json(nullptr) : json(row.wrong)}});
+    json samples = json::array();
+    double var = 0;
+    for (double x : row.samples) {
+      samples.push_back(x * 1e3);
+      var += (x - row.time_avg) * (x - row.time_avg);
+    }
+    phases.back()["samples_ms"] = samples;
+    phases.back()["stddev_ms"] = row.samples.size() > 1 ? std::sqrt(var / static_cast<double>(row.samples.size() - 1)) * 1e3 : 0.0;
     if (row.has_ceiling()) {  // absent, not null, without a ceiling: scripts test for the key
       phases.back()["ceiling_gbps"] = row.ceiling_gbps();
       phases.back()["ceiling_bytes"] = row.ceiling_bytes;
@@ -187,8 +228,13 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
   }
   int64_t peak = 0;
   for (int64_t p : r.peak_bytes) peak = std::max(peak, p);
+  const PlanOptions& o = plan.options;
   json j{{"format", "reshard-run"},
          {"version", 1},
+         {"status", r.rows.back().wrong > 0 ? "failed" : "ok"},
+         {"timestamp", utc_now()},
+         {"hosts", r.hosts},
+         {"build", build_json()},
          {"versions", {{"reshard", RESHARD_VERSION}, {"mpi_library", mpi_library}, {"transport", transport_version}}},
          {"world_size", world},
          {"arguments",
@@ -208,6 +254,14 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
           {{"fingerprint", plan.fingerprint},
            {"generator", plan.generator},
            {"model", plan.model_name},
+           {"model_digest", plan.model_digest},
+           {"options",
+            {{"gen_layout", to_string(o.gen_layout)},
+             {"bulk", to_string(o.bulk)},
+             {"fanout", to_string(o.fanout)},
+             {"gen_precision", to_string(o.gen_precision)},
+             {"bucket_bytes", o.bucket_bytes},
+             {"gpus_per_node", o.gpus_per_node}}},
            {"params", plan.params.size()},
            {"transfers", plan.transfers.size()},
            {"fanouts", plan.fanouts.size()},

@@ -206,6 +206,23 @@ double timed(Control& ctl, F&& f) {
 
 // Exit-code plumbing shared by both commands: agreed errors exit quietly off rank 0, local faults
 // abort the world after printing.
+// The JSON is published only once complete and never over a non-regular file or the plan
+// (output_file.h): an interrupted run leaves no truncated file under the final name.
+void write_json_atomic(const std::string& path, const nlohmann::json& j, bool force, const std::string& plan_path) {
+  write_output("--json", path, j.dump(2) + "\n", force, {plan_path});
+}
+
+// A run that every rank agreed to end in an error still leaves its --json record (status "error"),
+// unless the error is the --json path itself, or the file is not ours to write.
+void write_error_record(const RunArgs& a, int code, const std::string& message) {
+  if (a.json_path.empty()) return;
+  try {
+    if (!output_problem("--json", a.json_path, a.force, {a.plan_path}).empty()) return;
+    write_json_atomic(a.json_path, error_json(a, code, message), a.force, a.plan_path);
+  } catch (const std::exception&) {  // best effort: the message above is the report
+  }
+}
+
 template <class F>
 int guarded(const RunArgs& a, F&& body) {
   Control ctl;  // without MPI support this throws the config error that says so
@@ -219,6 +236,7 @@ int guarded(const RunArgs& a, F&& body) {
     if (ctl.rank() == 0) {
       std::fprintf(stderr, "reshard: %s\n", e.what());
       std::fflush(stderr);
+      write_error_record(a, e.exit_code(), e.what());
     }
     ctl.barrier();
     return e.exit_code();
@@ -233,12 +251,6 @@ int guarded(const RunArgs& a, F&& body) {
     std::fprintf(stderr, "reshard: rank %d: internal error: %s\n", ctl.rank(), e.what());
     ctl.abort(3);
   }
-}
-
-// The JSON is published only once complete and never over a non-regular file or the plan
-// (output_file.h): an interrupted run leaves no truncated file under the final name.
-void write_json_atomic(const std::string& path, const nlohmann::json& j, bool force, const std::string& plan_path) {
-  write_output("--json", path, j.dump(2) + "\n", force, {plan_path});
 }
 
 }  // namespace
@@ -287,6 +299,23 @@ void check_plan_agreement(Control& ctl, const Plan& plan, const BatchPolicy& o, 
     ctl.agree(2, "ranks were given different --streams/--batch-ops/--batch-bytes/--staging-bytes");
 }
 
+// Every rank's host name, once each, in rank order of first appearance.
+std::vector<std::string> host_names(Control& ctl) {
+  constexpr int64_t kLen = 64;
+  std::vector<uint8_t> mine(kLen, 0);
+  char host[kLen] = {};
+  ::gethostname(host, kLen - 1);
+  std::memcpy(mine.data(), host, std::strlen(host));
+  const std::vector<uint8_t> all = ctl.allgather(mine, kLen);
+  std::vector<std::string> out;
+  for (int r = 0; r < ctl.size(); ++r) {
+    const std::string h(reinterpret_cast<const char*>(all.data() + kLen * r),
+                        strnlen(reinterpret_cast<const char*>(all.data() + kLen * r), kLen));
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  }
+  return out;
+}
+
 int run_main(const RunArgs& a) {
   return guarded(a, [&](Session& s) -> int {
     Control& ctl = s.ctl;
@@ -307,6 +336,7 @@ int run_main(const RunArgs& a) {
       if (keep) times[phases].push_back(t);
     }
     RunReport rep = make_report(ctl, s.plan, ex, algo, times, a.check);
+    rep.hosts = host_names(ctl);
     rep.transport_mode = s.transport->mode();
     rep.peak_bytes = ctl.gather(s.memory->peak_bytes());  // before the ceiling's scratch blocks
     if (s.memory->kind() == MemoryKind::Device) {

@@ -31,6 +31,7 @@ struct PhaseRow {
   int64_t bytes = 0, ops = 0, busiest_bytes = 0, lower_bound_bytes = 0;
   double time_avg = 0, time_min = 0, time_max = 0;  // seconds
   int64_t wrong = -1;  // -1: not checked
+  std::vector<double> samples;  // seconds, each timed iteration (max over ranks)
   double ceiling_time = 0;     // seconds, avg over timed iterations; 0: not measured
   int64_t ceiling_bytes = 0;   // max over ranks of the bytes a rank copied for the ceiling
   double device_copy_time = 0;   // copy ceiling: the busiest pool's bytes at one process's copy rate
@@ -55,7 +56,12 @@ struct RunReport {
   std::string device;               // GPU transports: rank 0's device, in words
   std::string transport_mode;       // Transport::mode() ("" where the transport has none)
   std::string ceiling_kind;         // GPU transports: "copy" or "sendrecv" (ceiling.h)
+  std::vector<std::string> hosts;   // distinct host names of the ranks, in rank order
 };
+
+// The record `run --json` writes when a run ends in an error every rank agreed on (bad flags, plan,
+// memory): status "error", the exit code and the message, beside the arguments and the build.
+nlohmann::json error_json(const RunArgs& a, int exit_code, const std::string& message);
 
 // Collective: reduces traffic, wrong counts and times; `times[phase][iter]` already max over ranks.
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
