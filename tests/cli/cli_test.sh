@@ -109,6 +109,10 @@ plan_summary)
   expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM"
   contains out.txt "bulk 5.01 GiB (66.9 %)"
   contains out.txt "efficiency   1.000"
+  # The whole refit leads (issue 19): a gen rank receives 672399360 B of bulk (5.01 GiB / 8) and every
+  # misc byte, 2665741312 B: 3338140672 B; bulk alone beside it.
+  contains out.txt "lower bound  3.11 GiB on the busiest rank, whole refit (3338140672 B); bulk alone 641.25 MiB (672399360 B)"
+  contains out.txt "efficiency   1.000 whole refit, 1.000 bulk alone"
   # Memory (issue 19): train rank 0 holds the bulk whole (5.01 GiB) and the misc bucket it roots
   # (1021.93 MiB) = 6.01 GiB, + staging and landings (256 MiB each) + the largest bucket = 7.51 GiB;
   # a gen rank 641.25 MiB of bulk + 2.48 GiB misc + the same = 4.61 GiB.

@@ -120,6 +120,19 @@ PlanStats compute_stats(const Plan& plan) {
     }
   }
   s.efficiency = s.busiest_bytes > 0 ? static_cast<double>(s.lower_bound_bytes) / static_cast<double>(s.busiest_bytes) : 1.0;
+  s.refit_lower_bound_bytes = s.lower_bound_bytes;
+  for (int r = plan.train_world(); r < plan.world(); ++r)
+    s.refit_lower_bound_bytes = std::max(s.refit_lower_bound_bytes, s.ranks[r].lower_bound_bytes + s.misc_bytes);
+  for (const RankStats& r : s.ranks) {
+    const int64_t load = std::max(r.bulk_send_bytes + r.misc_send_bytes, r.bulk_recv_bytes + r.misc_recv_bytes);
+    if (load > s.refit_busiest_bytes) {
+      s.refit_busiest_bytes = load;
+      s.refit_busiest_rank = r.rank;
+    }
+  }
+  s.refit_efficiency = s.refit_busiest_bytes > 0 ? static_cast<double>(s.refit_lower_bound_bytes) /
+                                                       static_cast<double>(s.refit_busiest_bytes)
+                                                 : 1.0;
   return s;
 }
 

@@ -31,6 +31,12 @@ struct PlanStats {
   int64_t busiest_bytes = 0;  // max over ranks of max(bulk sent, bulk received)
   int busiest_rank = 0;
   double efficiency = 0;      // lower_bound_bytes / busiest_bytes (1 when nothing moves)
+  // The whole refit, misc included: every gen rank receives its bulk bound and every misc byte; the
+  // busiest rank's max(sent, received) over bulk and misc together.
+  int64_t refit_lower_bound_bytes = 0;
+  int64_t refit_busiest_bytes = 0;
+  int refit_busiest_rank = 0;
+  double refit_efficiency = 0;
 };
 
 // The least each rank must move, per phase. Phases are those the executor runs
