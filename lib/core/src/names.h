@@ -26,6 +26,31 @@ inline bool pre_process_module(const std::string& name) {
   return false;
 }
 
+// Which part of the model a param belongs to, for its pipeline stage (planner.cpp) and the summary's
+// `train pp` row: `layer` is its decoder layer index (-1: none), `mtp` whether it is of the MTP
+// module ("mtp.*" or a --mtp-layers layer).
+enum class Module { PreProcess, Decoder, Mtp, Embedding, Output, FinalNorm };
+inline Module module_kind(const std::string& name, int layer, bool mtp) {
+  if (pre_process_module(name)) return Module::PreProcess;
+  if (mtp) return Module::Mtp;
+  if (layer >= 0) return Module::Decoder;
+  if (contains(name, "embed")) return Module::Embedding;
+  if (starts_with(name, "lm_head.") || contains(name, ".lm_head.") || contains(name, "output_layer."))
+    return Module::Output;
+  return Module::FinalNorm;
+}
+inline const char* module_label(Module m) {
+  switch (m) {
+    case Module::PreProcess: return "vision";
+    case Module::Decoder: return "layers";
+    case Module::Mtp: return "mtp";
+    case Module::Embedding: return "embeddings";
+    case Module::Output: return "lm_head";
+    case Module::FinalNorm: return "final norm";
+  }
+  return "?";
+}
+
 // FFN name families (docs/design.md, "FFN names"): which names mean gate / up / down.
 //   gate_proj / up_proj / down_proj  Llama, Qwen2/3(-MoE), DeepSeek, Nemotron-H: dense, shared and routed
 //   w1 / w3 / w2 under ".experts."   Mixtral's block_sparse_moe experts (vLLM models/mixtral.py

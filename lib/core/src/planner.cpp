@@ -329,24 +329,30 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     for (int d : {c.rule.train_tp_dim, c.rule.gen_tp_dim})
       if (d >= p.shape.n) problems.add(p.name + ": shard dim " + std::to_string(d) + " is outside its shape " + p.shape.str());
     const int last_gen = std::max(gp.pp, 1) - 1;
-    if (names::pre_process_module(p.name)) {
-      c.train_stage = train_stages.embedding;  // Megatron: the first stage only
-      c.gen_stage = gp.pp > 1 ? kEveryStage : 0;  // vLLM: every stage
-    } else if (l >= 0 && !mtp_param) {
-      c.train_stage = l < static_cast<int>(train_stage_of.size()) ? train_stage_of[l] : 0;
-      c.gen_stage = l < static_cast<int>(gen_stage_of.size()) ? gen_stage_of[l] : 0;
-    } else if (mtp_param) {
-      c.train_stage = train_stages.mtp;
-      c.gen_stage = last_gen;
-    } else if (names::contains(p.name, "embed")) {
-      c.train_stage = train_stages.embedding;
-    } else {
+    switch (names::module_kind(p.name, l, mtp_param)) {
+      case names::Module::PreProcess:
+        c.train_stage = train_stages.embedding;  // Megatron: the first stage only
+        c.gen_stage = gp.pp > 1 ? kEveryStage : 0;  // vLLM: every stage
+        break;
+      case names::Module::Decoder:
+        c.train_stage = l < static_cast<int>(train_stage_of.size()) ? train_stage_of[l] : 0;
+        c.gen_stage = l < static_cast<int>(gen_stage_of.size()) ? gen_stage_of[l] : 0;
+        break;
+      case names::Module::Mtp:
+        c.train_stage = train_stages.mtp;
+        c.gen_stage = last_gen;
+        break;
+      case names::Module::Embedding: c.train_stage = train_stages.embedding; break;
       // lm_head on post_process's stage; the final norm beside the last decoder layer when MTP follows
       // (transformer_block.py has_final_layernorm_in_this_stage).
-      const bool output = names::starts_with(p.name, "lm_head.") || names::contains(p.name, ".lm_head.") ||
-                          names::contains(p.name, "output_layer.");
-      c.train_stage = output ? train_stages.output : train_stages.final_norm;
-      c.gen_stage = last_gen;
+      case names::Module::Output:
+        c.train_stage = train_stages.output;
+        c.gen_stage = last_gen;
+        break;
+      case names::Module::FinalNorm:
+        c.train_stage = train_stages.final_norm;
+        c.gen_stage = last_gen;
+        break;
     }
     c.param = std::move(p);
     params.push_back(std::move(c));

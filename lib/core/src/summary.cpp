@@ -119,14 +119,11 @@ std::string train_stages_text(const Plan& plan) {
     const std::string& n = p.name;
     const int l = layer_index(n);
     const bool mtp = names::starts_with(n, "mtp.") ||
-                     std::find(plan.options.mtp_layers.begin(), plan.options.mtp_layers.end(), l) !=
-                         plan.options.mtp_layers.end();
-    if (names::pre_process_module(n)) extras[p.pp_stage].insert("vision");
-    else if (mtp) extras[p.pp_stage].insert("mtp");
-    else if (l >= 0) layers[p.pp_stage].insert(l);
-    else if (names::contains(n, "embed")) extras[p.pp_stage].insert("embeddings");
-    else if (names::starts_with(n, "lm_head.") || names::contains(n, ".lm_head.")) extras[p.pp_stage].insert("lm_head");
-    else extras[p.pp_stage].insert("final norm");
+                     (l >= 0 && std::find(plan.options.mtp_layers.begin(), plan.options.mtp_layers.end(), l) !=
+                                    plan.options.mtp_layers.end());
+    const names::Module m = names::module_kind(n, l, mtp);
+    if (m == names::Module::Decoder) layers[p.pp_stage].insert(l);
+    else extras[p.pp_stage].insert(names::module_label(m));
   }
   std::string out;
   for (int s = 0; s < plan.system.train.pp; ++s) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "reshard/core/hash.h"
 #include "reshard/core/stats.h"
 
 namespace reshard {
@@ -60,8 +61,7 @@ void send_recv(Transport& t, const Plan& plan, int rank, const std::vector<int64
 void add_device_copy(Control& ctl, const Plan& plan, Memory& memory, const std::vector<std::vector<int64_t>>& need,
                      std::vector<PhaseRow>& rows, int warmup, int iters) {
   const std::string name = memory.pool();
-  uint64_t h = 14695981039346656037ull;  // FNV-1a of the pool's name: equal on ranks sharing it
-  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+  const uint64_t h = Hasher().add(name).value();  // equal on ranks sharing the pool
   std::vector<uint8_t> mine(8);
   for (int i = 0; i < 8; ++i) mine[i] = static_cast<uint8_t>(h >> (8 * i));
   const std::vector<uint8_t> all = ctl.allgather(mine, 8);

@@ -19,6 +19,7 @@
 #include "reshard/core/storage.h"
 #include "reshard/core/units.h"
 #include "reshard/core/verify.h"
+#include "reshard/core/hash.h"
 #include "reshard/core/memory_estimate.h"
 #include "reshard/exec/ceiling.h"
 #include "reshard/exec/report.h"
@@ -59,12 +60,8 @@ std::string validate(const RunArgs& a) {
   return "";
 }
 
-// FNV-1a: the same text hashes the same in every build (std::hash need not).
-int64_t stable_hash(const std::string& s) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return static_cast<int64_t>(h);
-}
+// The same text hashes the same in every build (std::hash need not): core's FNV-1a (hash.h).
+int64_t stable_hash(const std::string& s) { return static_cast<int64_t>(Hasher().add(s).value()); }
 
 // Every flag that shapes the collective sequence, and the plan file's content, as "name value" pairs:
 // ranks started differently would otherwise wait on each other until --timeout.
