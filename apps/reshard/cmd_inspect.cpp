@@ -60,7 +60,9 @@ void add_inspect_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand("inspect", "Show a plan: summary, per-rank traffic, or one param");
   cmd->add_option("plan", args->plan, "Plan file (JSON or CBOR)")->required();
   cmd->add_option("--rank", args->rank, "Show this global rank's traffic only");
-  cmd->add_option("--param", args->param, "Show this param (HF or grouped name): layouts and transfers");
+  cmd->add_option("--param", args->param, "Show this param (HF or grouped name): layouts and transfers")
+      ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("needs a param name, got an empty one") : std::string(); },
+                             "NAME"));
   cmd->add_flag("--json", args->json, "Print a JSON document instead of text");
   cmd->add_option("--model", args->model,
                   "Refuse (exit 2) unless the plan was made for this model (metadata JSON or safetensors)");

@@ -64,9 +64,9 @@ int run_simulate(const SimulateArgs& a) {
   integer(a.gpus_per_node, "--gpus-per-node", m.gpus_per_node, 1, INT64_MAX);
   real(a.nvlink_gbps, "--nvlink-gbps", m.nvlink_gbps);
   real(a.nic_gbps, "--nic-gbps", m.nic_gbps);
-  if (!a.latency_us.empty()) {
+  if (!a.latency_us.empty()) {  // parsed once: one message for a bad value
     real(a.latency_us, "--latency-us", m.nvlink_latency_us);
-    real(a.latency_us, "--latency-us", m.nic_latency_us);
+    m.nic_latency_us = m.nvlink_latency_us;
   }
   real(a.nvlink_latency_us, "--nvlink-latency-us", m.nvlink_latency_us);
   real(a.nic_latency_us, "--nic-latency-us", m.nic_latency_us);

@@ -213,6 +213,20 @@ unknown_names)  # a mistyped command or flag is named, with the closest known on
   contains out.txt "--timeout FLOAT=300"
   expect_rc 0 "$RESHARD" simulate --help
   contains out.txt "--batch-ops INT=64"
+  # Flags that would do nothing, a plan given as the model, an empty --param, absurd figures.
+  expect_rc 2 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" --head-dim 64 --first-stage-layers 3
+  contains err.txt "--head-dim does nothing here"
+  contains err.txt "--first-stage-layers/--last-stage-layers split the train pipeline and need train pp > 1 (got pp=1)"
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json
+  expect_rc 2 "$RESHARD" plan --model plan.json --system "$SYSTEM"
+  contains err.txt "plan.json is a reshard plan (fingerprint "
+  expect_rc 2 "$RESHARD" inspect plan.json --param ''
+  contains err.txt "needs a param name"
+  expect_rc 2 "$RESHARD" simulate plan.json --latency-us 1e300
+  contains err.txt "--latency-us must be at most 1e+06 us, got 1e+300"
+  [ "$(grep -c 'latency' err.txt)" -eq 1 ] || fail "the latency problem was reported more than once: $(cat err.txt)"
+  expect_rc 0 "$RESHARD" simulate plan.json --system cpu-mpi-local
+  contains out.txt "one NVLink domain holds every rank"
   ;;
 *)
   fail "unknown case"

@@ -334,6 +334,13 @@ ModelMeta parse_model_json(std::string_view text, const std::string& origin) {
   m.origin = origin;
   m.name = file_stem(origin);
   if (!j.is_object()) throw config_error(origin + ": model metadata must be a JSON object, got " + type_name(j));
+  if (j.contains("format") && j["format"] == "reshard-plan")
+    throw config_error(origin + " is a reshard plan" +
+                       (j.contains("fingerprint") && j["fingerprint"].is_string()
+                            ? " (fingerprint " + j["fingerprint"].get<std::string>() + ")"
+                            : std::string()) +
+                       ", not model metadata: give --model the model's tensor listing, and the plan to `reshard "
+                       "inspect`, `verify` or `run --plan`");
   // Wrapped form {"model", "source", "params": {...}}; otherwise every key is a tensor.
   const bool wrapped = j.contains("params") && j["params"].is_object();
   const Json& params = wrapped ? j["params"] : j;

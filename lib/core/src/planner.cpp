@@ -130,6 +130,14 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
   if (options.gen_vocab_pad > 0 && options.gen_layout != GenLayout::Megatron)
     problems.add("--gen-vocab-pad is Megatron's padding and needs --gen-layout megatron (vLLM pads to 64 itself)");
   if (options.head_dim < 0) problems.add("--head-dim must be positive, got " + std::to_string(options.head_dim));
+  // Flags that would change nothing are refused, so that a typo'd intent is not silently ignored.
+  if (options.head_dim > 0 && options.gen_layout == GenLayout::Hf &&
+      !(options.bulk == BulkMode::All && system.train.tp > 1))
+    problems.add("--head-dim does nothing here: it shapes attention for --gen-layout vllm or megatron, or the train "
+                 "side's linear_qkv with --bulk all and train tp > 1");
+  if ((options.first_stage_layers > 0 || options.last_stage_layers > 0) && system.train.pp <= 1)
+    problems.add("--first-stage-layers/--last-stage-layers split the train pipeline and need train pp > 1 (got pp=" +
+                 std::to_string(system.train.pp) + ")");
   if (options.bucket_bytes <= 0) problems.add("bucket_bytes must be > 0, got " + std::to_string(options.bucket_bytes));
 
   std::vector<UserRegex> excludes;

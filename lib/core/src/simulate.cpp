@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <tuple>
@@ -27,27 +28,39 @@ const char* to_string(LinkResource r) {
 }
 
 void validate_system_model(const SystemModel& m, Problems& problems) {
-  auto positive = [&](double v, const char* what) {
-    if (!(v > 0) || !std::isfinite(v)) problems.add(std::string(what) + " must be positive, got " + std::to_string(v));
+  // Rates up to 1e12 GB/s (tests use 1e9 for "free") and times up to 1 s (1e6 us): beyond, a value is
+  // a typo, and would print as a 300-digit number.
+  auto shown = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
   };
-  auto non_negative = [&](double v, const char* what) {
-    if (!(v >= 0) || !std::isfinite(v))
-      problems.add(std::string(what) + " must be non-negative, got " + std::to_string(v));
+  auto check = [&](double v, const char* what, bool zero_ok, double most, const char* unit) {
+    if (!(zero_ok ? v >= 0 : v > 0) || !std::isfinite(v))
+      problems.add(std::string(what) + (zero_ok ? " must be non-negative, got " : " must be positive, got ") + shown(v));
+    else if (v > most)
+      problems.add(std::string(what) + " must be at most " + shown(most) + unit + ", got " + shown(v));
   };
+  auto rate = [&](double v, const char* what, bool zero_ok) { check(v, what, zero_ok, 1e12, " GB/s"); };
+  auto time_us = [&](double v, const char* what) { check(v, what, true, 1e6, " us"); };
   if (m.gpus_per_node < 1) problems.add("--gpus-per-node must be at least 1, got " + std::to_string(m.gpus_per_node));
-  positive(m.nvlink_gbps, "--nvlink-gbps");
-  positive(m.nic_gbps, "--nic-gbps");
-  non_negative(m.nvlink_latency_us, "NVLink latency (--latency-us)");
-  non_negative(m.nic_latency_us, "NIC latency (--latency-us)");
-  non_negative(m.launch_us, "--launch-us");
-  non_negative(m.per_op_us, "--per-op-us");
-  non_negative(m.copy_gbps, "--copy-gbps");
-  non_negative(m.shared_copy_gbps, "--shared-copy-gbps");
-  non_negative(m.wire_copies, "--wire-copies");
-  non_negative(m.per_copy_us, "--per-copy-us");
-  non_negative(m.per_launch_us, "--per-launch-us");
-  non_negative(m.switch_us, "--switch-us");
-  non_negative(m.slice_us, "--slice-us");
+  rate(m.nvlink_gbps, "--nvlink-gbps", false);
+  rate(m.nic_gbps, "--nic-gbps", false);
+  if (m.nvlink_latency_us == m.nic_latency_us) {
+    time_us(m.nvlink_latency_us, "--latency-us");
+  } else {
+    time_us(m.nvlink_latency_us, "--nvlink-latency-us");
+    time_us(m.nic_latency_us, "--nic-latency-us");
+  }
+  time_us(m.launch_us, "--launch-us");
+  time_us(m.per_op_us, "--per-op-us");
+  rate(m.copy_gbps, "--copy-gbps", true);
+  rate(m.shared_copy_gbps, "--shared-copy-gbps", true);
+  check(m.wire_copies, "--wire-copies", true, 1e6, "");
+  time_us(m.per_copy_us, "--per-copy-us");
+  time_us(m.per_launch_us, "--per-launch-us");
+  time_us(m.switch_us, "--switch-us");
+  time_us(m.slice_us, "--slice-us");
   m.batch.validate(problems);  // the executor's bounds (batch_policy.h)
 }
 

@@ -104,8 +104,11 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
   };
   line("# reshard simulate: %s, %d train + %d gen ranks, fingerprint %s\n", plan.model_name.c_str(),
        plan.train_world(), plan.gen_world(), plan.fingerprint.c_str());
-  line("#  system %s: %lld GPUs per NVLink domain, NVLink %.1f GB/s, NIC %.1f GB/s (per direction per GPU)\n",
-       m.name.c_str(), static_cast<long long>(m.gpus_per_node), m.nvlink_gbps, m.nic_gbps);
+  const std::string domain = m.gpus_per_node >= plan.world()
+                                 ? std::string("one NVLink domain holds every rank")
+                                 : std::to_string(m.gpus_per_node) + " GPUs per NVLink domain";
+  line("#  system %s: %s, NVLink %.1f GB/s, NIC %.1f GB/s (per direction per GPU)\n", m.name.c_str(), domain.c_str(),
+       m.nvlink_gbps, m.nic_gbps);
   line("#  latency %.1f us NVLink / %.1f us NIC, launch %.1f us, per op %.2f us; streams %d, batch %lld ops / %s\n",
        m.nvlink_latency_us, m.nic_latency_us, m.launch_us, m.per_op_us, m.batch.streams, static_cast<long long>(m.batch.batch_ops),
        format_bytes(m.batch.batch_bytes).c_str());
