@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "commands.h"
+#include "reshard/core/output_file.h"
+#include "reshard/core/plots.h"
 #include "reshard/core/error.h"
 #include "reshard/core/model.h"
 #include "reshard/core/plan_check.h"
@@ -22,12 +24,14 @@ constexpr size_t kMaxTransfersListed = 32;
 constexpr int kNoRank = std::numeric_limits<int>::min();  // --rank not given (-1 is a bad rank, not "none")
 
 struct InspectArgs {
-  std::string plan, param, model;
+  std::string plan, param, model, plot;
   int rank = kNoRank;
-  bool json = false;
+  bool json = false, force = false;
 };
 
 int run_inspect(const InspectArgs& a) {
+  if (!a.plot.empty())  // checked before the work
+    if (const std::string bad = output_problem("--plot", a.plot, a.force, {a.plan}); !bad.empty()) throw config_error(bad);
   const Plan plan = load_plan(a.plan);
   if (!a.model.empty()) check_plan_matches_model(plan, load_model(a.model), a.plan);
   if (a.rank != kNoRank && (a.rank < 0 || a.rank >= plan.world()))
@@ -36,6 +40,11 @@ int run_inspect(const InspectArgs& a) {
   const std::optional<uint32_t> param =
       a.param.empty() ? std::nullopt : std::optional<uint32_t>(find_param(plan, a.param));
   const PlanStats stats = compute_stats(plan);
+  if (!a.plot.empty()) {
+    write_output("--plot", a.plot, traffic_svg(plan, plan.options.gpus_per_node > 0 ? plan.options.gpus_per_node : 8),
+                 a.force, {a.plan});
+    std::fprintf(stderr, "reshard: wrote %s (traffic, SVG)\n", a.plot.c_str());
+  }
 
   if (a.json) {
     nlohmann::ordered_json doc =
@@ -64,6 +73,10 @@ void add_inspect_command(CLI::App& app, Action& action) {
       ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("needs a param name, got an empty one") : std::string(); },
                              "NAME"));
   cmd->add_flag("--json", args->json, "Print a JSON document instead of text");
+  cmd->add_option("--plot", args->plot,
+                  "Also write an SVG heatmap of the bytes each source sends each destination (by rank, or by "
+                  "node above 128 ranks)");
+  cmd->add_flag("--force", args->force, "Replace an existing --plot file");
   cmd->add_option("--model", args->model,
                   "Refuse (exit 2) unless the plan was made for this model (metadata JSON or safetensors)");
   cmd->callback([&action, args] { action = [args] { return run_inspect(*args); }; });

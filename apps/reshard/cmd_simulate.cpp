@@ -10,7 +10,9 @@
 #include "batch_flags.h"
 #include "commands.h"
 #include "reshard/core/error.h"
+#include "reshard/core/output_file.h"
 #include "reshard/core/plan_io.h"
+#include "reshard/core/plots.h"
 #include "reshard/core/simulate.h"
 #include "reshard/core/system_presets.h"
 #include "reshard/core/units.h"
@@ -24,7 +26,8 @@ struct SimulateArgs {
       per_op_us, copy_gbps, shared_copy_gbps, wire_copies,
       per_copy_us, per_launch_us, switch_us, slice_us, algo, ipc_mode = "push";
   BatchFlags batch;
-  bool json = false;
+  std::string timeline;
+  bool json = false, force = false;
 };
 
 // A finite non-negative decimal number, the whole text.
@@ -90,8 +93,15 @@ int run_simulate(const SimulateArgs& a) {
   const size_t n = problems.list().size();
   problems.throw_if_any("invalid simulate configuration (" + std::to_string(n) + (n == 1 ? " problem):" : " problems):"));
 
+  if (!a.timeline.empty())  // checked before the work
+    if (const std::string bad = output_problem("--timeline", a.timeline, a.force, {a.plan}); !bad.empty())
+      throw config_error(bad);
   const Plan plan = load_plan(a.plan);
   const SimResult r = simulate(plan, m);
+  if (!a.timeline.empty()) {
+    write_output("--timeline", a.timeline, timeline_svg(plan, r), a.force, {a.plan});
+    std::fprintf(stderr, "reshard: wrote %s (timeline, SVG)\n", a.timeline.c_str());
+  }
   if (a.json)
     std::printf("%s\n", simulation_json(plan, r).dump(2).c_str());
   else
@@ -138,6 +148,9 @@ void add_simulate_command(CLI::App& app, Action& action) {
                   "switch per slice their copies take (scripts/gpu_timeslice.sh measures it; 0: a switch per "
                   "pass), us");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
+  cmd->add_option("--timeline", args->timeline,
+                  "Also write an SVG timeline of the predicted batches per rank (waiting and moving)");
+  cmd->add_flag("--force", args->force, "Replace an existing --timeline file");
   cmd->callback([&action, args] { action = [args] { return run_simulate(*args); }; });
 }
 

@@ -228,6 +228,22 @@ unknown_names)  # a mistyped command or flag is named, with the closest known on
   expect_rc 0 "$RESHARD" simulate plan.json --system cpu-mpi-local
   contains out.txt "one NVLink domain holds every rank"
   ;;
+plots)  # inspect --plot and simulate --timeline write SVGs (issue 19), checked before the work
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json
+  expect_rc 0 "$RESHARD" inspect plan.json --plot traffic.svg
+  contains err.txt "wrote traffic.svg"
+  grep -q '^<svg ' traffic.svg || fail "traffic.svg is not an SVG"
+  # DP8 -> TP8 (864 transfers: each param's 8 TP pieces from the 8 replicas, the same pairing for
+  # every param): 8 train -> gen pairs; the 3 misc buckets' roots 0, 1, 2 reach the 15 other ranks
+  # each (group 0), 3 of those pairs being bulk pairs already: 8 + 45 - 3 = 50 cells.
+  [ "$(grep -c '<rect .*<title>rank' traffic.svg)" -eq 50 ] || fail "traffic.svg: expected 50 cells"
+  expect_rc 0 "$RESHARD" simulate plan.json --timeline timeline.svg
+  grep -q '^<svg ' timeline.svg || fail "timeline.svg is not an SVG"
+  [ "$(grep -c '<title>rank' timeline.svg)" -ge 16 ] || fail "timeline.svg has fewer batches than ranks"
+  expect_rc 2 "$RESHARD" simulate plan.json --timeline timeline.svg
+  contains err.txt "--force"
+  expect_rc 2 "$RESHARD" inspect plan.json --plot plan.json --force
+  ;;
 *)
   fail "unknown case"
   ;;

@@ -114,6 +114,7 @@ struct RankState {
   // Totals.
   double seconds = 0, fixed_seconds = 0;  // seconds: the end of its last batch; fixed: launch and latency
   double wait_seconds = 0;  // of seconds, waiting on ranks that posted their part of an op later
+  std::vector<BatchSpan> spans;  // every batch, when recorded (Replayer::record)
   int64_t batches = 0, total_ops = 0, total_copies = 0, total_launches = 0, total_copy_bytes = 0;
   int64_t total_passes = 0;  // the transport's batched launches (per batch, stream and peer)
   int64_t total_slices = 0;  // time slices its batches' passes need (SystemModel::slice_us)
@@ -207,6 +208,7 @@ class Replayer {
   }
 
   const std::vector<RankState>& ranks() const { return ranks_; }
+  void record() { record_ = true; }
   double beta(int res) const { return beta_[res]; }
   int64_t node(int rank) const { return rank / m_.gpus_per_node; }
 
@@ -420,6 +422,13 @@ class Replayer {
       alone = std::max(alone, static_cast<double>(sum[i]) / beta_[i]);
     }
     s.wait_seconds += wire - alone;
+    if (record_) {
+      double first = s.start + wire;
+      for (const auto& [ready, res] : s.wire) first = std::min(first, ready);
+      int64_t bytes = 0;
+      for (const auto& [ready, res] : s.wire) bytes += std::max({res[0], res[1], res[2], res[3]});
+      s.spans.push_back(BatchSpan{s.start, first, 0, bytes});
+    }
     if (copies_) wire = std::max(wire, static_cast<double>(s.copy_bytes) / (m_.copy_gbps * 1e9));
     const double fixed = m_.launch_us * 1e-6 * s.stream_count + s.latency;
     const int64_t launches = s.launches + static_cast<int64_t>(s.pulls.size());
@@ -427,6 +436,7 @@ class Replayer {
                m_.per_copy_us * 1e-6 * static_cast<double>(s.copies) +
                m_.per_launch_us * 1e-6 * static_cast<double>(launches) + wire;
     s.seconds = s.start;
+    if (record_) s.spans.back().end = s.start;
     s.fixed_seconds += fixed;
     ++s.batches;
     s.total_ops += s.fill.ops();
@@ -465,6 +475,7 @@ class Replayer {
   bool copies_ = false;
   bool push_ = false;  // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
   int misc_phase_ = 0;
+  bool record_ = false;
 };
 
 // The context switches a rank waits for (SystemModel::switch_us), where its GPU is time-sliced
@@ -616,7 +627,9 @@ SimResult simulate(const Plan& plan, const SystemModel& model) {
   r.sequential_seconds = r.bulk_seconds + r.misc_seconds;
 
   Replayer all(plan, model, lists);
+  all.record();
   all.run({});
+  for (const RankState& s : all.ranks()) r.timeline.push_back(s.spans);
   const SimPhase total = slowest("total", all, model);
   r.total_seconds = total.seconds;
   r.slowest_rank = total.slowest_rank;

@@ -129,6 +129,13 @@ struct LinkFloor {
   double seconds = 0, bulk_seconds = 0, misc_seconds = 0;
 };
 
+// One batch of one rank in the total run, for `simulate --timeline`: when it was posted, when its
+// ops' bytes could first move (the latest peer posting), and when it ended.
+struct BatchSpan {
+  double start = 0, first_ready = 0, end = 0;
+  int64_t bytes = 0;
+};
+
 struct SimResult {
   SystemModel model;
   // Each bulk stage alone (its transfers and fan-outs), the fan-outs of all stages alone, and the
@@ -143,6 +150,7 @@ struct SimResult {
   double slowest_rank_wait_seconds = 0;  // of the total, that rank waiting on ranks that posted later
   // Floors of the schedule's own bytes: no ordering of these ops beats the busiest link of a class.
   LinkFloor nvlink_floor, nic_floor;
+  std::vector<std::vector<BatchSpan>> timeline;  // per rank, the total run's batches in order
   // Busiest (rank, resource) over the whole run: bytes / bandwidth.
   int busiest_rank = 0;
   LinkResource busiest_link = LinkResource::NicRecv;
