@@ -100,3 +100,29 @@ TEST(Schedule, WorkUnitsRoundRobinOverStageStreams) {
 
 }  // namespace
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// DeepSeek-V3's checkpoint lists its MTP module as model.layers.61 (eh_proj, enorm, hnorm): 62
+// "decoder layers" do not split over pp=16, and the message says which layer to mark.
+TEST(Planner, DeepSeekMtpLayerIsNamedWhenTheSplitFails) {
+  const std::string path = test::test_model("deepseek-v3-bf16.json");
+  ASSERT_TRUE(std::filesystem::exists(path)) << path << " absent";
+  Parallelism t, g;
+  t.pp = 16;
+  t.ep = 16;
+  g.tp = 32;
+  try {
+    plan_reshard(load_model(path), test::sys(256, t, 256, g), PlanOptions{});
+    FAIL() << "62 layers over pp=16 planned";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("62 layers are not divisible by pp=16"), std::string::npos) << what;
+    EXPECT_NE(what.find("model.layers.61 has eh_proj"), std::string::npos) << what;
+    EXPECT_NE(what.find("pass --mtp-layers 61"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace reshard

@@ -187,7 +187,8 @@ class OpBuilder {
         });
       }
       if (t.dst == rank_) {
-        const auto [st, mi] = dst_member(p, t.box);
+        const std::pair<int, int> member = dst_member(p, t.box);
+        const int st = member.first, mi = member.second;  // named: clang 14 cannot capture bindings
         Op proto = base(OpKind::Recv, stream, param.group, t.src, param.pp_stage, p, es);
         proto.item = static_cast<uint32_t>(i - param.transfer_begin);
         emit_split(proto, t.box.extent, [&](const Box& sub) {
@@ -198,7 +199,8 @@ class OpBuilder {
     for (uint64_t i = param.fanout_begin; i < param.fanout_begin + param.fanout_count; ++i) {
       const FanoutOp& f = plan_.fanouts[i];
       if (f.group < 0 || f.group >= static_cast<int>(in_group_.size()) || !in_group_[f.group]) continue;
-      const auto [st, mi] = dst_member(p, f.box);
+      const std::pair<int, int> member = dst_member(p, f.box);
+      const int st = member.first, mi = member.second;  // named: clang 14 cannot capture bindings
       Op proto = base(OpKind::Broadcast, stream, f.group, f.root, param.pp_stage, p, es);
       proto.root = f.root == rank_;
       proto.fanout = true;

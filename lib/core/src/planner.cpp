@@ -233,7 +233,19 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
         problems.add("--layer-map: layer " + std::to_string(l) + " -> stage " + std::to_string(train_stage_of[l]) +
                      " is outside pp=" + std::to_string(tp.pp));
   } else if (tp.pp > 0) {
+    const size_t before = problems.list().size();
     train_stages = megatron_train_stages(layers, pipeline, problems);
+    // DeepSeek's checkpoints hold the MTP module as one more "decoder layer" (model.layers.61 with
+    // eh_proj, enorm, hnorm): where the split fails, say so and how to mark it.
+    if (problems.list().size() > before && mtp.empty() && mtp_modules.empty())
+      for (const LogicalParam& p : logical)
+        if (const int l = layer_index(p.name); l >= 0 && names::contains(p.name, ".eh_proj.")) {
+          problems.add("model.layers." + std::to_string(l) + " has eh_proj, the multi-token-prediction module of "
+                       "DeepSeek's checkpoints, and counts as a decoder layer here: pass --mtp-layers " +
+                       std::to_string(l) + " (Megatron builds MTP apart) or --exclude '^model\\." + "layers\\." +
+                       std::to_string(l) + "\\.'");
+          break;
+        }
   }
   if (gp.pp > 1 && layers < gp.pp)
     problems.add("gen: pp=" + std::to_string(gp.pp) + " exceeds the " + std::to_string(layers) + " decoder layers");
