@@ -24,6 +24,9 @@ inline void add_batch_flags(CLI::App& cmd, BatchFlags& f) {
       ->capture_default_str();
   cmd.add_option("--staging-bytes", f.staging_bytes, "Staging buffer for strided boxes (K/M/G or Ki/Mi/Gi)")
       ->capture_default_str();
+  cmd.add_option("--window", f.policy.window,
+                 "Batches in flight per rank: the open one and N-1 posted, not yet waited for")
+      ->capture_default_str();
 }
 
 // The policy the flags give; every bad value goes to `problems`.

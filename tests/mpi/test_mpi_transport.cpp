@@ -46,7 +46,7 @@ TEST(MpiTransport, RingBatchesOverStreams) {
     t->recv(s, 0, prev, in[m].data(), sizes[m]);
     if (m % 3 == 2) {
       for (int q = 0; q < 2; ++q) t->flush(q);
-      for (int q = 0; q < 2; ++q) t->wait(q);
+      for (int q = 0; q < 2; ++q) t->wait(q, 0);
     }
   }
   int64_t wrong = 0;
@@ -66,7 +66,7 @@ TEST(MpiTransport, BroadcastOnSubgroup) {
     const int root = ctl.size() > 2 ? 2 : 0;
     t->broadcast(0, 1, root, buf.data(), static_cast<int64_t>(buf.size() * sizeof(int)));
     t->flush(0);
-    t->wait(0);
+    t->wait(0, 0);
     EXPECT_EQ(std::count(buf.begin(), buf.end(), root), static_cast<long>(buf.size()));
   } else {
     EXPECT_THROW(t->broadcast(0, 1, 0, buf.data(), 4), Error);  // not a member of that group
@@ -82,11 +82,11 @@ TEST(MpiTransport, ShortMessageIsAnError) {
   std::vector<uint8_t> small(8, 1), big(16, 0);
   if (me == 0) {
     t->send(0, 0, 1, small.data(), 8);
-    t->wait(0);
+    t->wait(0, 0);
   } else if (me == 1) {
     t->recv(0, 0, 0, big.data(), 16);
     try {
-      t->wait(0);
+      t->wait(0, 0);
       ADD_FAILURE() << "a short message was accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::Runtime);

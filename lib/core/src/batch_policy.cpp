@@ -10,6 +10,8 @@ void BatchPolicy::validate(Problems& problems) const {
     problems.add("--streams must be in 1.." + std::to_string(kMaxStreams) + " (got " + std::to_string(streams) + ")");
   if (batch_ops < 1) problems.add("--batch-ops must be at least 1 (got " + std::to_string(batch_ops) + ")");
   if (batch_bytes < kMinBytes) problems.add("--batch-bytes must be at least 4K (got " + std::to_string(batch_bytes) + ")");
+  if (window < 1 || window > kMaxWindow)
+    problems.add("--window must be in 1.." + std::to_string(kMaxWindow) + " (got " + std::to_string(window) + ")");
   if (staging_bytes < kMinBytes)
     problems.add("--staging-bytes must be at least 4K (got " + std::to_string(staging_bytes) + ")");
 }
@@ -29,15 +31,18 @@ bool boxed_op(const Op& op, Algo algo, bool transport_boxes, int misc_phase) {
 
 bool BatchFill::closes_before(const BatchPolicy& policy, const Op& op, int64_t staged, int64_t staging_capacity) const {
   if (ops_ == 0) return false;
-  bool depends = false;
-  if (op.fanout && op.root)
-    for (const Piece& p : op.pieces)
-      for (const Written& w : written_)
-        if (w.storage == p.storage && w.landing == p.landing && w.box.offset.n == p.storage_offset.n &&
-            intersect(w.box, Box{p.storage_offset, p.extent}))
-          depends = true;
   return ops_ >= policy.batch_ops || bytes_ + op.bytes() > policy.batch_bytes || staged_ + staged > staging_capacity ||
-         depends;
+         feeds(op);
+}
+
+bool BatchFill::feeds(const Op& op) const {
+  if (!op.fanout || !op.root) return false;
+  for (const Piece& p : op.pieces)
+    for (const Written& w : written_)
+      if (w.storage == p.storage && w.landing == p.landing && w.box.offset.n == p.storage_offset.n &&
+          intersect(w.box, Box{p.storage_offset, p.extent}))
+        return true;
+  return false;
 }
 
 void BatchFill::add(const Op& op, int64_t staged) {

@@ -5,12 +5,14 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "reshard/core/box.h"
 #include "reshard/core/batch_policy.h"
+#include "reshard/core/batch_window.h"
 #include "reshard/core/ops.h"
 #include "reshard/core/stats.h"
 #include "reshard/core/storage.h"
@@ -102,9 +104,13 @@ Pieces pieces_of(const Op* op) {
 }
 
 struct RankState {
-  // Current batch: when it was posted (the end of the previous one) and what it holds.
+  explicit RankState(const BatchPolicy& policy) : window(policy, policy.staging_bytes) {}
+  // Open batch: when the rank starts posting it, and what it holds; the batches it has in flight.
   double start = 0;
-  BatchFill fill;
+  BatchWindow window;
+  int64_t batch_ops = 0;
+  std::deque<double> ends;                // posted batches not yet waited for: when each completes
+  std::array<double, 4> free{};           // per resource: when its last queued bytes are through
   int64_t copy_bytes = 0, copies = 0, launches = 0, pass_bytes = 0;
   std::vector<std::pair<int, int>> pulls;  // (stream, peer) of the transport's copies: a launch each
   std::vector<std::pair<double, Bytes4>> wire;  // per op: when all its ranks had posted it, its bytes
@@ -157,15 +163,18 @@ struct OpLists {
   }
 };
 
-// Replays the op lists on a virtual clock: each rank cuts its list into batches by the batch policy,
-// as the executor does; a batch starts when the rank's previous batch ended; an op's bytes move once
-// every rank taking part has posted it (the latest of their batch starts), one op after another on
-// each of the rank's resources; a batch ends when its last op's bytes are through (or its copies
-// are done, whichever is later) plus its launch, latency and issue costs.
+// Replays the op lists on a virtual clock: each rank cuts its list into batches by the batch policy
+// and waits for its batches where the executor does (batch_window.h); a batch is posted once the
+// previous one was (plus that one's issue costs) and the batches the rank had to wait for first have
+// ended; an op's bytes move once every rank taking part has posted it (the latest of their batch
+// starts), one op after another on each of the rank's resources, behind the bytes its earlier
+// batches queued there; a batch ends when its last op's bytes are through (or its copies are done,
+// whichever is later) plus its launch, latency and issue costs. Window 1: a batch starts when the
+// previous one ended.
 class Replayer {
  public:
   Replayer(const Plan& plan, const SystemModel& m, const OpLists& lists)
-      : plan_(plan), m_(m), lists_(lists), ranks_(plan.world()) {
+      : plan_(plan), m_(m), lists_(lists), ranks_(static_cast<size_t>(plan.world()), RankState(m.batch)) {
     beta_[0] = beta_[1] = m.nvlink_gbps * 1e9;
     beta_[2] = beta_[3] = m.nic_gbps * 1e9;
     copies_ = m.copy_gbps > 0;
@@ -199,12 +208,18 @@ class Replayer {
       double ready = 0;
       for (const auto& [r, op] : parts) {
         RankState& s = ranks_[r];
-        if (s.fill.closes_before(m_.batch, *op, staged(*op), m_.batch.staging_bytes)) flush(s);
+        const BatchWindow::Step step = s.window.add(*op, staged(*op));
+        if (step.close) flush(s);
+        retire(s, step.retire);
         ready = std::max(ready, s.start);
       }
       for (size_t k = 0; k < parts.size(); ++k) post(parts[k].first, *parts[k].second, costs[k], ready);
     }
-    for (RankState& s : ranks_) flush(s);
+    for (RankState& s : ranks_) {
+      const int n = s.window.close();
+      flush(s);
+      retire(s, n);
+    }
   }
 
   const std::vector<RankState>& ranks() const { return ranks_; }
@@ -383,7 +398,7 @@ class Replayer {
 
   void post(int rank, const Op& op, const OpCost& c, double ready) {
     RankState& s = ranks_[rank];
-    s.fill.add(op, staged(op));
+    ++s.batch_ops;
     s.copy_bytes += c.copy_bytes;
     s.pass_bytes += c.pass_bytes;
     s.copies += c.copies;
@@ -403,24 +418,33 @@ class Replayer {
     }
   }
 
+  // The oldest `n` posted batches are waited for: the next batch starts no earlier than they end.
+  void retire(RankState& s, int n) {
+    for (; n > 0 && !s.ends.empty(); --n) {
+      s.start = std::max(s.start, s.ends.front());
+      s.seconds = std::max(s.seconds, s.ends.front());
+      s.ends.pop_front();
+    }
+  }
+
+  // Closes the open batch: when it ends, and when the rank may start posting the next one.
   void flush(RankState& s) {
-    if (s.fill.empty()) return;
-    // Each resource takes the batch's ops in the order they became ready, none before it was.
+    if (s.batch_ops == 0) return;
+    // Each resource takes the batch's ops in the order they became ready, none before it was, behind
+    // what the rank's earlier batches still move on it.
     std::stable_sort(s.wire.begin(), s.wire.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::array<double, kResources> free;
-    free.fill(s.start);
+    std::array<double, kResources>& free = s.free;
     Bytes4 sum{};
+    double through = s.start;
     for (const auto& [ready, res] : s.wire)
       for (int i = 0; i < kResources; ++i) {
         if (res[i] == 0) continue;
         free[i] = std::max(free[i], ready) + static_cast<double>(res[i]) / beta_[i];
+        through = std::max(through, free[i]);
         sum[i] += res[i];
       }
-    double wire = 0, alone = 0;
-    for (int i = 0; i < kResources; ++i) {
-      wire = std::max(wire, free[i] - s.start);
-      alone = std::max(alone, static_cast<double>(sum[i]) / beta_[i]);
-    }
+    double wire = through - s.start, alone = 0;
+    for (int i = 0; i < kResources; ++i) alone = std::max(alone, static_cast<double>(sum[i]) / beta_[i]);
     s.wait_seconds += wire - alone;
     if (record_) {
       double first = s.start + wire;
@@ -432,20 +456,22 @@ class Replayer {
     if (copies_) wire = std::max(wire, static_cast<double>(s.copy_bytes) / (m_.copy_gbps * 1e9));
     const double fixed = m_.launch_us * 1e-6 * s.stream_count + s.latency;
     const int64_t launches = s.launches + static_cast<int64_t>(s.pulls.size());
-    s.start += fixed + m_.per_op_us * 1e-6 * static_cast<double>(s.fill.ops()) +
-               m_.per_copy_us * 1e-6 * static_cast<double>(s.copies) +
-               m_.per_launch_us * 1e-6 * static_cast<double>(launches) + wire;
-    s.seconds = s.start;
-    if (record_) s.spans.back().end = s.start;
+    const double issue = m_.launch_us * 1e-6 * s.stream_count + m_.per_op_us * 1e-6 * static_cast<double>(s.batch_ops) +
+                         m_.per_copy_us * 1e-6 * static_cast<double>(s.copies) +
+                         m_.per_launch_us * 1e-6 * static_cast<double>(launches);
+    const double end = s.start + issue + s.latency + wire;
+    s.ends.push_back(end);
+    s.start += issue;  // posting it took this long; the window decides whether the next waits for it
+    if (record_) s.spans.back().end = end;
     s.fixed_seconds += fixed;
     ++s.batches;
-    s.total_ops += s.fill.ops();
+    s.total_ops += s.batch_ops;
+    s.batch_ops = 0;
     s.total_copies += s.copies;
     s.total_launches += launches;
     s.total_passes += static_cast<int64_t>(s.pulls.size());
     if (!s.pulls.empty()) s.total_slices += slices(s.pass_bytes);
     s.total_copy_bytes += s.copy_bytes;
-    s.fill.clear();
     s.copy_bytes = s.copies = s.launches = s.pass_bytes = 0;
     s.pulls.clear();
     s.wire.clear();

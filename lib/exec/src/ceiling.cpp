@@ -52,7 +52,7 @@ void send_recv(Transport& t, const Plan& plan, int rank, const std::vector<int64
     }
     if (posted) {
       t.flush(0);
-      t.wait(0);
+      t.wait(0, 0);
     }
   }
 }

@@ -20,14 +20,16 @@
 //   flush: a describer synchronizes the stream (pull: the packs of the non-box path are done, so the
 //          sources are there; push: earlier work on the destinations, e.g. unpacking staging, is
 //          done), then sends ONE message per peer holding the descriptions of all its ops to that peer
-//          (MPI, the transport's own communicator, tag = stream);
+//          (MPI, the transport's own communicator, tag = stream); a flush ends the stream's batch;
 //   wait:  one progress loop over all streams: arrived messages are numbered per (stream, peer); a
 //          posted copying op takes the description its peers sent for it (the k-th op between two
 //          ranks on a stream matches the k-th description: both post in the global op order) and
 //          queues its copies; each pass launches a stream's queued copies at once and records one
 //          event behind them; completed ops are acked (one message per peer and pass carrying a
-//          count); a stream is done when its copying ops are done and every description it flushed
-//          was acked (a pull sender may then reuse its buffers; a push receiver reads its data).
+//          count, in description order: a copier acks the k-th op with a peer only after the ones
+//          before it); a batch is done when its copying ops are done and the acks reached the count of
+//          descriptions flushed up to its end (a pull sender may then reuse its buffers; a push
+//          receiver reads its data). wait(stream, keep) completes all batches but the newest `keep`.
 // Progress covers every stream, and no rank blocks in flush, so the executor's argument holds: the
 // lowest unfinished op is posted by all its ranks and completes. Each description carries its byte
 // count, group, owner and wire shape, and a mismatch is an error, as are pieces that do not cover
@@ -50,6 +52,7 @@
 #include <deque>
 #include <fstream>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "cuda_batch_copy.h"
@@ -81,6 +84,7 @@ struct CopyOp {
   std::vector<BoxPiece> pieces;
   cudaEvent_t event = nullptr;  // behind its copies; shared by the ops of its pass, owned by Stream
   State state = Waiting;
+  int64_t batch = 0;  // the stream's batch it was posted in (Stream::flushes at the time)
 };
 
 struct Queued {
@@ -90,9 +94,17 @@ struct Queued {
 
 struct Stream {
   std::map<int, Queued> queued;    // by peer: described since the last flush
-  std::map<int, int64_t> unacked;  // by peer: flushed descriptions not yet acked
-  std::deque<CopyOp> ops;
-  std::vector<cudaEvent_t> events;  // recorded behind this wait's copies (one per pass that started any)
+  std::map<int, int64_t> described, acked;  // by peer: descriptions flushed and acked, all time
+  std::deque<std::map<int, int64_t>> described_at;  // per flushed batch not yet done: `described` at its end
+  int64_t flushes = 0, done = 0;  // batches flushed; batches waited for
+  std::deque<CopyOp> ops;         // copying ops not yet waited for, in posting order
+  std::vector<std::pair<cudaEvent_t, int64_t>> events;  // recorded behind copies; ops still holding each
+};
+
+// A copier's acks to one peer on one stream go out in description order.
+struct AckOrder {
+  int64_t next = 0;          // the first description not yet acked
+  std::set<int64_t> done;    // finished ones after it
 };
 
 // A nonblocking send whose buffer must live until it completes (descriptions, ack counts).
@@ -294,38 +306,55 @@ class CudaIpcTransport final : public Transport {
 
   void flush(int stream) override {
     Stream& s = at(stream);
-    if (s.queued.empty()) return;
+    if (s.queued.empty()) {
+      if (!s.ops.empty() && s.ops.back().batch == s.flushes) end_batch(s);  // copying ops only
+      return;
+    }
     if (tracing()) flush_begin_ = MPI_Wtime();
     // What was described is idle once the stream is: pull: the sources (packs ran on this stream, or
     // before the batch); push: the destinations (nothing on this stream still reads or writes them).
     RESHARD_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream(stream)));
     for (auto& [peer, q] : s.queued) {
       post(peer, stream, std::move(q.data));
-      s.unacked[peer] += q.ops;
+      s.described[peer] += q.ops;
     }
     s.queued.clear();
+    end_batch(s);
     if (tracing()) flush_end_ = MPI_Wtime();
   }
 
-  void wait(int stream) override {
+  void wait(int stream, int keep) override {
     Stream& s = at(stream);
-    if (!s.queued.empty()) throw runtime_error("cuda-ipc: wait(" + std::to_string(stream) + ") before flush");
+    if (keep == 0 && !s.queued.empty()) throw runtime_error("cuda-ipc: wait(" + std::to_string(stream) + ") before flush");
+    // keep 0: every op posted (copying ops need no flush); else the batches before `through`.
+    const int64_t through = keep == 0 ? INT64_MAX : s.flushes - keep;
+    if (through <= s.done) return;
+    const std::map<int, int64_t> need =
+        keep == 0 ? s.described : s.described_at[static_cast<size_t>(through - s.done - 1)];
     double last = MPI_Wtime();
     if (tracing()) {
       trace_.push_back(WaitTrace{stream, flush_begin_, flush_end_, last});
       trace_.back().ops = static_cast<int64_t>(s.ops.size());
       flush_begin_ = flush_end_ = 0;
     }
-    while (!complete(s)) {
+    while (!complete(s, through, need)) {
       if (progress()) {
         last = MPI_Wtime();
       } else if (MPI_Wtime() - last > options_.timeout_s) {
         throw timeout(stream, s);
       }
     }
-    s.unacked.clear();
-    s.ops.clear();
-    release_events(s);
+    while (!s.ops.empty() && s.ops.front().batch < through) {
+      release_event(s, s.ops.front().event);
+      s.ops.pop_front();
+    }
+    if (keep == 0) {
+      s.described_at.clear();
+      s.done = s.flushes;
+    } else {
+      s.described_at.erase(s.described_at.begin(), s.described_at.begin() + (through - s.done));
+      s.done = through;
+    }
     if (tracing()) trace_.back().end = MPI_Wtime();
   }
 
@@ -388,6 +417,7 @@ class CudaIpcTransport final : public Transport {
     s.ops.push_back(CopyOp{});
     CopyOp& op = s.ops.back();
     op.peers = peers;
+    op.batch = s.flushes;
     for (int p : peers) op.seqs.push_back(expected_[{stream, p}]++);
     op.group = group;
     op.elem_size = elem_size;
@@ -459,8 +489,21 @@ class CudaIpcTransport final : public Transport {
   }
 
   void release_events(Stream& s) {
-    events_.insert(events_.end(), s.events.begin(), s.events.end());
+    for (const auto& [e, holders] : s.events) events_.push_back(e);
     s.events.clear();
+  }
+
+  // A waited-for op lets go of its pass's event; the pass's last one returns it to the pool.
+  void release_event(Stream& s, cudaEvent_t e) {
+    if (e == nullptr) return;
+    for (size_t i = 0; i < s.events.size(); ++i) {
+      if (s.events[i].first != e) continue;
+      if (--s.events[i].second == 0) {
+        events_.push_back(e);
+        s.events.erase(s.events.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      return;
+    }
   }
 
   cudaEvent_t take_event() {
@@ -565,17 +608,40 @@ class CudaIpcTransport final : public Transport {
       ++t.launches;
     }
     const cudaEvent_t e = take_event();
-    s.events.push_back(e);  // owned by the stream from here, even if recording fails
+    s.events.emplace_back(e, static_cast<int64_t>(started.size()));  // owned by the stream from here
     RESHARD_CUDA_CHECK(cudaEventRecord(e, cs));
     for (CopyOp* op : started) op->event = e;
   }
 
-  static bool complete(const Stream& s) {
-    for (const auto& [peer, n] : s.unacked)
-      if (n != 0) return false;
-    for (const CopyOp& op : s.ops)
+  // The batches before `through` are done: their copying ops, and acks up to `need` per peer.
+  static bool complete(const Stream& s, int64_t through, const std::map<int, int64_t>& need) {
+    for (const auto& [peer, n] : need) {
+      const auto a = s.acked.find(peer);
+      if ((a == s.acked.end() ? 0 : a->second) < n) return false;
+    }
+    for (const CopyOp& op : s.ops) {
+      if (op.batch >= through) break;
       if (op.state != CopyOp::Done) return false;
+    }
     return true;
+  }
+
+  static void end_batch(Stream& s) {
+    s.described_at.push_back(s.described);
+    ++s.flushes;
+  }
+
+  // `op` of `stream` finished: the acks now due to each of its peers (in description order) go in `acks`.
+  void finished(const CopyOp& op, int stream, std::map<int, int64_t>& acks) {
+    for (size_t i = 0; i < op.peers.size(); ++i) {
+      AckOrder& order = ack_order_[{stream, op.peers[i]}];
+      order.done.insert(op.seqs[i]);
+      while (!order.done.empty() && *order.done.begin() == order.next) {
+        order.done.erase(order.done.begin());
+        ++order.next;
+        ++acks[op.peers[i]];
+      }
+    }
   }
 
   // Receives every message waiting with `tag`; f(source, bytes).
@@ -629,11 +695,12 @@ class CudaIpcTransport final : public Transport {
         int64_t n = 0;
         if (m.size() != sizeof n) throw runtime_error("cuda-ipc: malformed ack from rank " + std::to_string(src));
         std::memcpy(&n, m.data(), sizeof n);
-        int64_t& left = s.unacked[src];
+        int64_t& acked = s.acked[src];
+        const int64_t left = s.described[src] - acked;
         if (n > left)
           throw runtime_error("cuda-ipc: rank " + std::to_string(src) + " acked " + std::to_string(n) + " ops of the " +
                               std::to_string(left) + " this rank described to it on stream " + std::to_string(stream));
-        left -= n;
+        acked += n;
       });
       std::map<int, int64_t> acks;   // by peer: ops finished in this pass
       std::vector<CopyOp*> started;  // copies queued in this pass; launched after the loop
@@ -652,7 +719,7 @@ class CudaIpcTransport final : public Transport {
           start_copies(op, descs, stream);
           moved = true;
           if (op.state == CopyOp::Done) {
-            for (int p : op.peers) ++acks[p];
+            finished(op, stream, acks);
           } else {
             started.push_back(&op);
             if (!launched_early && launch_chunk_ > 0 && batch_.pending_bytes() - queued_before >= launch_chunk_) {
@@ -673,7 +740,7 @@ class CudaIpcTransport final : public Transport {
           if (queried_state == cudaErrorNotReady) continue;
           RESHARD_CUDA_CHECK(queried_state);
           op.state = CopyOp::Done;
-          for (int p : op.peers) ++acks[p];
+          finished(op, stream, acks);
           moved = true;
           if (tracing() && !trace_.empty()) trace_.back().copies_done = MPI_Wtime();
         }
@@ -693,8 +760,11 @@ class CudaIpcTransport final : public Transport {
 
   Error timeout(int stream, const Stream& s) const {
     std::string waiting;
-    for (const auto& [peer, n] : s.unacked)
-      if (n != 0) waiting += " " + std::to_string(n) + " acks from rank " + std::to_string(peer) + ",";
+    for (const auto& [peer, n] : s.described) {
+      const auto a = s.acked.find(peer);
+      const int64_t left = n - (a == s.acked.end() ? 0 : a->second);
+      if (left != 0) waiting += " " + std::to_string(left) + " acks from rank " + std::to_string(peer) + ",";
+    }
     for (const CopyOp& op : s.ops) {
       if (op.state == CopyOp::Done) continue;
       for (size_t i = 0; i < op.peers.size(); ++i) {
@@ -746,6 +816,7 @@ class CudaIpcTransport final : public Transport {
   // k-th description).
   std::map<std::pair<int, int>, std::map<int64_t, Description>> inbox_;
   std::map<std::pair<int, int>, int64_t> arrived_, expected_;
+  std::map<std::pair<int, int>, AckOrder> ack_order_;  // by (stream, peer): this rank's acks as copier
   std::unordered_map<int64_t, cudaIpcMemHandle_t> exported_;
   std::map<std::pair<int, int64_t>, void*> mapped_;
   std::vector<cudaEvent_t> events_;  // free pool

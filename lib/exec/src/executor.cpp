@@ -42,14 +42,13 @@ RegionSpec region(const Plan& plan, const LocalStorage& s, const StorageMember& 
 
 struct Executor::Batch {
   std::vector<const Op*> ops;
-  std::vector<void*> wire;
+  std::vector<void*> wire;  // per op: its staging (null: box op or direct)
   std::vector<bool> streams;
-  BatchFill fill;  // staging used = fill.staged()
 };
 
 Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& memory, const BatchPolicy& options)
     : plan_(plan), rank_(rank), transport_(transport), memory_(memory), options_(options),
-      boxes_(transport.supports_boxes()) {
+      boxes_(transport.supports_boxes()), open_(std::make_unique<Batch>()) {
   Problems problems;
   options_.validate(problems);
   problems.throw_if_any("invalid batch policy:");
@@ -150,7 +149,7 @@ void* Executor::storage_ptr(const Op& op, const Piece& p) const {
 // Opens the landings of `op` that are closed, at their place in the layout of `algo`: when a landing
 // still open is in the way (its last op is in this batch), the batch ends first and frees it.
 // Block-FP8 sources are dequantized into theirs on the op's stream (before the op's copies and sends).
-void Executor::open_landings(const Op& op, Algo algo, Batch& batch) {
+void Executor::open_landings(const Op& op, Algo algo, BatchWindow& window) {
   const LandingLayout& layout = landing_layout_[static_cast<int>(algo)];
   for (int l : landings_of(op)) {
     if (landing_at_[l] >= 0) continue;
@@ -160,7 +159,10 @@ void Executor::open_landings(const Op& op, Algo algo, Batch& batch) {
         if (landing_at_[k] < end && at < landing_at_[k] + landing_bytes(storages_.landings[k])) return true;
       return false;
     };
-    if (in_the_way() && !batch.ops.empty()) post_batch(batch);
+    if (in_the_way()) {
+      close_open();
+      retire(window.close());
+    }
     if (in_the_way())  // the layout rules this out; a bug if it happens
       throw runtime_error("landing of " + plan_.params[storages_.landings[l].param].name +
                           " overlaps an open landing after its batch ended");
@@ -223,8 +225,10 @@ void Executor::run_phase(Algo algo, int phase) {
 bool Executor::boxed(const Op& op, Algo algo) const { return boxed_op(op, algo, boxes_, phase_count(plan_) - 1); }
 
 void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
-  Batch batch;
-  batch.streams.assign(options_.streams, false);
+  BatchWindow window(options_, staging_size_);
+  *open_ = Batch{};
+  open_->streams.assign(options_.streams, false);
+  posted_.clear();
   open_landings_.clear();  // every landing was released when the previous op list finished
   std::fill(landing_at_.begin(), landing_at_.end(), -1);
   std::fill(landing_pending_.begin(), landing_pending_.end(), 0);
@@ -233,11 +237,13 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
   for (const Op* op : ops) {
     const bool box = boxed(*op, algo);
     const int64_t staged = staged_bytes(*op, box);
-    if (batch.fill.closes_before(options_, *op, staged, staging_size_)) post_batch(batch);
     if (staged > staging_size_)
       throw runtime_error("op of " + std::to_string(op->bytes()) + " bytes does not fit staging of " +
                           std::to_string(staging_size_) + " bytes");
-    open_landings(*op, algo, batch);
+    open_landings(*op, algo, window);
+    const BatchWindow::Step step = window.add(*op, staged);
+    if (step.close) close_open();
+    retire(step.retire);
 
     const bool sends = op->kind == OpKind::Send || (op->kind == OpKind::Broadcast && op->root);
     if (sends && op->src_side) dequant_boxes(*op);
@@ -248,7 +254,7 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
       if (staged == 0) {
         wire = storage_ptr(*op, op->pieces[0]);
       } else {
-        wire = static_cast<uint8_t*>(staging_) + batch.fill.staged();
+        wire = static_cast<uint8_t*>(staging_) + step.staging_at;
       }
       if (sends && staged > 0)
         for (const Piece& p : op->pieces)
@@ -260,12 +266,12 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
         case OpKind::Broadcast: transport_.broadcast(op->stream, op->group, op->peer, wire, op->bytes()); break;
       }
     }
-    batch.fill.add(*op, staged);
-    batch.ops.push_back(op);
-    batch.wire.push_back(wire);
-    batch.streams[op->stream] = true;
+    open_->ops.push_back(op);
+    open_->wire.push_back(wire);
+    open_->streams[op->stream] = true;
   }
-  if (!batch.ops.empty()) post_batch(batch);
+  close_open();
+  retire(window.close());
 }
 
 // Box transports: the op's pieces go to the transport as they are (no pack, no staging, no unpack);
@@ -288,11 +294,33 @@ void Executor::post_boxes(const Op& op) {
   }
 }
 
-void Executor::post_batch(Batch& batch) {
+void Executor::close_open() {
+  if (open_->ops.empty()) return;
   for (int s = 0; s < options_.streams; ++s)
-    if (batch.streams[s]) transport_.flush(s);
-  for (int s = 0; s < options_.streams; ++s)
-    if (batch.streams[s]) transport_.wait(s);
+    if (open_->streams[s]) transport_.flush(s);
+  posted_.push_back(std::move(*open_));
+  *open_ = Batch{};
+  open_->streams.assign(options_.streams, false);
+  ++batches_;
+}
+
+void Executor::retire(int count) {
+  if (count > static_cast<int>(posted_.size()))
+    throw runtime_error("retiring " + std::to_string(count) + " batches of the " + std::to_string(posted_.size()) +
+                        " posted");
+  for (; count > 0; --count) retire_oldest();
+}
+
+void Executor::retire_oldest() {
+  Batch& batch = posted_.front();
+  // Each stream's flushed batches after this one stay in flight.
+  for (int s = 0; s < options_.streams; ++s) {
+    if (!batch.streams[s]) continue;
+    int keep = 0;
+    for (size_t j = 1; j < posted_.size(); ++j) keep += posted_[j].streams[s] ? 1 : 0;
+    transport_.wait(s, keep);
+  }
+  bool queued = false;  // device work queued here that later ops rely on
   for (size_t i = 0; i < batch.ops.size(); ++i) {
     const Op& op = *batch.ops[i];
     const bool sends = op.kind == OpKind::Send || (op.kind == OpKind::Broadcast && op.root);
@@ -301,18 +329,20 @@ void Executor::post_batch(Batch& batch) {
       memory_.copy_box(batch.wire[i], op.wire_extent, p.wire_offset,
                        storage_base(op, p),
                        p.storage_shape, p.storage_offset, p.extent, op.elem_size, op.stream);
+    queued = true;
   }
   // Landings whose last op on this rank just completed close (MXFP8: quantized after their unpacks,
   // on the same stream); their space is free for the next ones.
   for (const Op* op : batch.ops)
     for (int l : landings_of(*op))
-      if (--landing_pending_[l] == 0) close_landing(l, op->stream);
-  memory_.sync(-1);
-  ++batches_;
-  batch.ops.clear();
-  batch.wire.clear();
-  batch.fill.clear();
-  std::fill(batch.streams.begin(), batch.streams.end(), false);
+      if (--landing_pending_[l] == 0) {
+        close_landing(l, op->stream);
+        queued = true;
+      }
+  // Before staging or a landing is reused, or a fan-out root sends what was unpacked, on any stream.
+  // (The GPU transports' later batches may already run on these streams; this waits for them too.)
+  if (queued) memory_.sync(-1);
+  posted_.erase(posted_.begin());
 }
 
 std::vector<int64_t> Executor::count_wrong() {

@@ -42,7 +42,7 @@ class FaultTransport final : public Transport {
   void recv(int stream, int group, int peer, void* buf, int64_t bytes) override;
   void broadcast(int stream, int group, int root, void* buf, int64_t bytes) override;
   void flush(int stream) override { inner_->flush(stream); }
-  void wait(int stream) override { inner_->wait(stream); }
+  void wait(int stream, int keep) override { inner_->wait(stream, keep); }
   bool supports_boxes() const override { return inner_->supports_boxes(); }
   void send_boxes(int stream, int group, int peer, const Dims& wire_extent, int elem_size,
                   const std::vector<BoxPiece>& pieces) override;

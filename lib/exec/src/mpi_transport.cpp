@@ -75,13 +75,21 @@ class MpiTransport final : public Transport {
     RESHARD_MPI_CHECK(MPI_Ibcast(buf, count(bytes), MPI_BYTE, group_rank(group, root), comm(group), &r));
     s.add(r, -1, root, group);
   }
-  void flush(int) override {}
-
-  void wait(int stream) override {
+  // The ops are already started (MPI_I*); a flush only marks where the stream's batch ends.
+  void flush(int stream) override {
     Stream& s = at(stream);
-    if (s.requests.empty()) return;
-    std::vector<MPI_Status> st(s.requests.size());
-    const int rc = wait_bounded(s.requests, st.data(), options_.timeout_s,
+    if (s.requests.size() > (s.bounds.empty() ? 0 : s.bounds.back())) s.bounds.push_back(s.requests.size());
+  }
+
+  void wait(int stream, int keep) override {
+    Stream& s = at(stream);
+    const int flushed = static_cast<int>(s.bounds.size());
+    if (keep > 0 && keep >= flushed) return;
+    const size_t n = keep > 0 ? s.bounds[static_cast<size_t>(flushed - keep - 1)] : s.requests.size();
+    if (n == 0) return;
+    std::vector<MPI_Request> requests(s.requests.begin(), s.requests.begin() + static_cast<std::ptrdiff_t>(n));
+    std::vector<MPI_Status> st(n);
+    const int rc = wait_bounded(requests, st.data(), options_.timeout_s,
                                 [&](const std::vector<bool>& pending) { return waiting_for(s, pending); });
     if (rc == MPI_ERR_IN_STATUS) {
       for (size_t i = 0; i < st.size(); ++i)
@@ -90,7 +98,7 @@ class MpiTransport final : public Transport {
                               " failed: " + mpi_error_string(st[i].MPI_ERROR));
     }
     RESHARD_MPI_CHECK(rc);
-    for (size_t i = 0; i < st.size(); ++i) {
+    for (size_t i = 0; i < n; ++i) {
       if (s.expected[i] < 0) continue;
       int got = 0;
       RESHARD_MPI_CHECK(MPI_Get_count(&st[i], MPI_BYTE, &got));
@@ -98,7 +106,7 @@ class MpiTransport final : public Transport {
         throw runtime_error("received " + std::to_string(got) + " bytes from rank " + std::to_string(s.peers[i]) +
                             ", expected " + std::to_string(s.expected[i]) + " (do all ranks run the same plan and flags?)");
     }
-    s.clear();
+    s.drop(n);
   }
 
  private:
@@ -107,17 +115,22 @@ class MpiTransport final : public Transport {
     std::vector<int64_t> expected;  // receive sizes; -1 for sends and broadcasts
     std::vector<int> peers;
     std::vector<int> groups;  // broadcasts: the group (any member may hold it up); -1 otherwise
+    std::vector<size_t> bounds;  // per flushed batch not yet waited for: the request count at its end
     void add(MPI_Request r, int64_t e, int peer, int group) {
       requests.push_back(r);
       expected.push_back(e);
       peers.push_back(peer);
       groups.push_back(group);
     }
-    void clear() {
-      requests.clear();
-      expected.clear();
-      peers.clear();
-      groups.clear();
+    // The first n requests completed (a whole number of batches, or every request).
+    void drop(size_t n) {
+      auto cut = [n](auto& v) { v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n)); };
+      cut(requests);
+      cut(expected);
+      cut(peers);
+      cut(groups);
+      while (!bounds.empty() && bounds.front() <= n) bounds.erase(bounds.begin());
+      for (size_t& b : bounds) b -= n;
     }
   };
 

@@ -9,7 +9,9 @@
 // inside one ncclGroupStart/End (the executor caps ops and bytes per batch). Issuing in posting
 // order keeps each communicator's operations in the global order every rank shares, whichever
 // streams they use; NCCL joins the streams of one group.
-// Waits poll cudaStreamQuery and ncclCommGetAsyncError; an async error or no progress for
+// Each flush records one event per stream it issued ops on, behind them: wait(stream, keep) polls
+// the event of the batch it completes (batches of one stream finish in stream order).
+// Waits poll cudaEventQuery and ncclCommGetAsyncError; an async error or no progress for
 // --timeout seconds aborts every communicator (ncclCommAbort) and throws, and the runner then
 // aborts the MPI world: every rank exits non-zero instead of hanging.
 #if RESHARD_HAVE_CUDA && RESHARD_HAVE_NCCL && RESHARD_HAVE_MPI
@@ -18,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 
 #include "cuda_check.h"
 #include "cuda_context.h"
@@ -86,6 +89,9 @@ class NcclTransport final : public Transport {
   }
 
   ~NcclTransport() override {
+    for (auto& s : flushed_)
+      for (cudaEvent_t e : s) cudaEventDestroy(e);
+    for (cudaEvent_t e : pool_) cudaEventDestroy(e);
     if (!aborted_) {
       for (ncclComm_t c : comms_)
         if (c != nullptr) ncclCommDestroy(c);
@@ -108,7 +114,9 @@ class NcclTransport final : public Transport {
 
   void setup(const std::vector<CommGroup>& groups, int streams) override {
     ctx_->ensure_streams(std::max(streams, 1));
-    active_.assign(static_cast<size_t>(std::max(streams, 1)), false);
+    for (auto& s : flushed_)  // only left after an error
+      for (cudaEvent_t e : s) pool_.push_back(e);
+    flushed_.assign(static_cast<size_t>(std::max(streams, 1)), {});
     ncclUniqueId uid;
     if (rank_ == 0) RESHARD_NCCL_CHECK(ncclGetUniqueId(&uid), nullptr);
     RESHARD_MPI_CHECK(MPI_Bcast(&uid, sizeof uid, MPI_BYTE, 0, comm_));
@@ -136,6 +144,7 @@ class NcclTransport final : public Transport {
 
   void flush(int) override {
     if (queue_.empty()) return;
+    std::vector<bool> used(flushed_.size(), false);
     RESHARD_NCCL_CHECK(ncclGroupStart(), nullptr);
     for (const QueuedOp& op : queue_) {
       ncclComm_t c = comm(op.group);
@@ -147,19 +156,27 @@ class NcclTransport final : public Transport {
         case QueuedOp::Recv: RESHARD_NCCL_CHECK(ncclRecv(op.buf, n, ncclUint8, peer, c, s), c); break;
         case QueuedOp::Bcast: RESHARD_NCCL_CHECK(ncclBroadcast(op.buf, op.buf, n, ncclUint8, peer, c, s), c); break;
       }
-      active_[static_cast<size_t>(op.stream)] = true;
+      used[static_cast<size_t>(op.stream)] = true;
     }
     queue_.clear();
     RESHARD_NCCL_CHECK(ncclGroupEnd(), nullptr);
+    for (size_t s = 0; s < used.size(); ++s) {
+      if (!used[s]) continue;
+      cudaEvent_t e = take_event();
+      flushed_[s].push_back(e);
+      RESHARD_CUDA_CHECK(cudaEventRecord(e, ctx_->stream(static_cast<int>(s))));
+    }
   }
 
-  void wait(int stream) override {
-    if (!queue_.empty()) throw runtime_error("nccl: wait(" + std::to_string(stream) + ") before flush");
-    if (!active_.at(static_cast<size_t>(checked(stream)))) return;
-    cudaStream_t s = ctx_->stream(stream);
+  void wait(int stream, int keep) override {
+    if (keep == 0 && !queue_.empty()) throw runtime_error("nccl: wait(" + std::to_string(stream) + ") before flush");
+    auto& flushed = flushed_.at(static_cast<size_t>(checked(stream)));
+    const int n = static_cast<int>(flushed.size()) - keep;  // batches to complete, oldest first
+    if (n <= 0) return;
+    cudaEvent_t last = flushed[static_cast<size_t>(n - 1)];
     const double start = MPI_Wtime();
     for (unsigned spin = 0;; ++spin) {
-      const cudaError_t e = cudaStreamQuery(s);
+      const cudaError_t e = cudaEventQuery(last);
       if (e == cudaSuccess) break;
       if (e != cudaErrorNotReady) RESHARD_CUDA_CHECK(e);
       if (spin % 64 == 0) {
@@ -172,15 +189,28 @@ class NcclTransport final : public Transport {
         }
       }
     }
-    active_[static_cast<size_t>(stream)] = false;
+    for (int i = 0; i < n; ++i) {
+      pool_.push_back(flushed.front());
+      flushed.pop_front();
+    }
   }
 
  private:
   int checked(int stream) const {
-    if (stream < 0 || stream >= static_cast<int>(active_.size()))
-      throw runtime_error("stream " + std::to_string(stream) + " outside the " + std::to_string(active_.size()) +
+    if (stream < 0 || stream >= static_cast<int>(flushed_.size()))
+      throw runtime_error("stream " + std::to_string(stream) + " outside the " + std::to_string(flushed_.size()) +
                           " set up");
     return stream;
+  }
+  cudaEvent_t take_event() {
+    if (!pool_.empty()) {
+      cudaEvent_t e = pool_.back();
+      pool_.pop_back();
+      return e;
+    }
+    cudaEvent_t e = nullptr;
+    RESHARD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
   }
   ncclComm_t comm(int group) const {
     if (group < 0 || group >= static_cast<int>(comms_.size()) || comms_[static_cast<size_t>(group)] == nullptr)
@@ -226,7 +256,8 @@ class NcclTransport final : public Transport {
   std::vector<ncclComm_t> comms_;
   std::vector<std::vector<int>> ranks_;
   std::vector<QueuedOp> queue_;
-  std::vector<bool> active_;
+  std::vector<std::deque<cudaEvent_t>> flushed_;  // per stream: one event per flushed batch not yet waited for
+  std::vector<cudaEvent_t> pool_;                 // events free for reuse
   bool aborted_ = false;
 };
 

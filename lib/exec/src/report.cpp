@@ -117,9 +117,10 @@ std::string format_report(const RunReport& r, const RunArgs& a, const std::strin
   line("#  train: %s\n#  gen:   %s\n", par(plan.system.train).c_str(), par(plan.system.gen).c_str());
   line("#  world: %d  transport: %s\n", plan.world(), transport_line.c_str());
   if (!r.device.empty()) line("#  device: %s (rank 0)\n", r.device.c_str());
-  line("#  algo: %s  iters: %d  warmup: %d  streams: %d  batch: %lld ops / %s  staging: %s  check: %s\n",
+  line("#  algo: %s  iters: %d  warmup: %d  streams: %d  batch: %lld ops / %s  window: %d  staging: %s  check: %s\n",
        to_string(r.algo), a.iters, a.warmup, a.exec.streams, static_cast<long long>(a.exec.batch_ops),
-       human_bytes(a.exec.batch_bytes).c_str(), human_bytes(a.exec.staging_bytes).c_str(), a.check ? "on" : "off");
+       human_bytes(a.exec.batch_bytes).c_str(), a.exec.window, human_bytes(a.exec.staging_bytes).c_str(),
+       a.check ? "on" : "off");
   const bool ceiling = r.rows.back().has_ceiling();
   line("#\n#%-11s %14s %8s %11s %11s %11s %11s %14s %9s", " phase", "bytes", "ops", "time_ms", "min_ms",
        "algbw_GB/s", "busbw_GB/s", "lb_bytes", "plan_eff");
@@ -247,6 +248,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
            {"batch_ops", a.exec.batch_ops},
            {"batch_bytes", a.exec.batch_bytes},
            {"staging_bytes", a.exec.staging_bytes},
+           {"window", a.exec.window},
            {"timeout_s", a.timeout_s},
            {"check", a.check}}},
          {"command_line", a.command_line},

@@ -78,7 +78,8 @@ std::vector<std::pair<std::string, std::string>> shaping_flags(const RunArgs& a,
           {"--streams", std::to_string(a.exec.streams)},
           {"--batch-ops", std::to_string(a.exec.batch_ops)},
           {"--batch-bytes", std::to_string(a.exec.batch_bytes)},
-          {"--staging-bytes", std::to_string(a.exec.staging_bytes)}};
+          {"--staging-bytes", std::to_string(a.exec.staging_bytes)},
+          {"--window", std::to_string(a.exec.window)}};
 }
 
 // Collectively: every rank's shaping flags equal rank 0's, else an agreed Error(Config) naming the
@@ -291,9 +292,10 @@ void check_plan_agreement(Control& ctl, const Plan& plan, const BatchPolicy& o, 
     ctl.agree(2, origin + " is for " + std::to_string(plan.train_world()) + " train + " + std::to_string(plan.gen_world()) +
                      " gen = " + std::to_string(plan.world()) + " ranks, but the world has " + std::to_string(ctl.size()) +
                      ": run mpirun -np " + std::to_string(plan.world()));
-  const int64_t flags = (o.streams * 1000003LL) ^ (o.batch_ops * 7919LL) ^ o.batch_bytes ^ (o.staging_bytes << 1);
+  const int64_t flags =
+      (o.streams * 1000003LL) ^ (o.batch_ops * 7919LL) ^ o.batch_bytes ^ (o.staging_bytes << 1) ^ (o.window * 104729LL);
   if (ctl.min(flags) != ctl.max(flags))
-    ctl.agree(2, "ranks were given different --streams/--batch-ops/--batch-bytes/--staging-bytes");
+    ctl.agree(2, "ranks were given different --streams/--batch-ops/--batch-bytes/--staging-bytes/--window");
 }
 
 // Every rank's host name, once each, in rank order of first appearance.

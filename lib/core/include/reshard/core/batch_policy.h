@@ -3,7 +3,8 @@
 // a batch. The executor (lib/exec executor.cpp) posts batches by it; the simulator (simulate.cpp)
 // replays the same op lists by it on a virtual clock.
 //
-// A batch is posted, flushed and waited for as a whole: its ops complete together. It closes before an
+// A batch is posted, flushed and waited for as a whole: its ops complete together; up to `window`
+// batches are in flight at once (batch_window.h says when a rank waits for which). It closes before an
 // op when it already holds `batch_ops` ops or the op would take it past `batch_bytes`, when the op's
 // staging would not fit what is left, or before a fan-out broadcast this rank roots that reads a region
 // the batch writes (the broadcast sends what phase one, or a lane broadcast, wrote there). Regions are
@@ -25,11 +26,13 @@ struct BatchPolicy {
   static constexpr int kMaxStreams = 64;                 // cuda-ipc tags a message with its stream
   static constexpr int64_t kMinBytes = 4096;             // --batch-bytes and --staging-bytes
   static constexpr int64_t kMaxMessageBytes = int64_t{1} << 30;
+  static constexpr int kMaxWindow = 64;
 
   int streams = 2;
   int64_t batch_ops = 64;
   int64_t batch_bytes = int64_t{256} << 20;
   int64_t staging_bytes = int64_t{256} << 20;
+  int window = 1;  // batches in flight per rank: the open one and window - 1 posted, not yet waited for
 
   // Every value out of bounds, named by its flag.
   void validate(Problems& problems) const;
@@ -58,6 +61,8 @@ class BatchFill {
   bool closes_before(const BatchPolicy& policy, const Op& op, int64_t staged, int64_t staging_capacity) const;
   void add(const Op& op, int64_t staged);
   void clear();
+  // `op` is a fan-out broadcast this rank roots that reads a region a receive of this batch writes.
+  bool feeds(const Op& op) const;
 
  private:
   int64_t ops_ = 0, bytes_ = 0, staged_ = 0;

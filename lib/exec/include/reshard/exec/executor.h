@@ -1,8 +1,10 @@
 // The executor: allocates a rank's storages (its own shards only) plus bounded staging, fills and
 // checks them, and walks its op list through a Transport in bounded batches.
 //
-// Batching: ops are posted in list order and batches close by the batch policy (batch_policy.h, which
-// the simulator replays), plus before a landing whose place is still held (below).
+// Batching: ops are posted in list order and batches close by the batch policy (batch_policy.h); up
+// to --window of them are in flight, and the rank waits for the oldest where batch_window.h says (the
+// walk the simulator replays), plus before a landing whose place is still held (below). A batch's
+// unpacks, landing closes and buffer reuse happen when it is waited for ("retired").
 //
 // Box transports (Transport::supports_boxes, CUDA IPC) get each op's pieces instead of a packed wire
 // buffer: nothing is packed, staged or unpacked, and receivers that discard copy nothing. Golden's bulk
@@ -20,7 +22,10 @@
 #include <cstdint>
 #include <vector>
 
+#include <memory>
+
 #include "reshard/core/batch_policy.h"
+#include "reshard/core/batch_window.h"
 #include "reshard/core/plan.h"
 #include "reshard/core/landing_layout.h"
 #include "reshard/exec/memory.h"
@@ -65,10 +70,12 @@ class Executor {
   struct Batch;
   void run_ops(const std::vector<const Op*>& ops, Algo algo);
   bool boxed(const Op& op, Algo algo) const;
-  void post_batch(Batch& batch);
+  void close_open();       // flushes the open batch: it joins the posted ones
+  void retire(int count);  // waits for the `count` oldest posted batches, unpacks them, closes their landings
+  void retire_oldest();
   void post_boxes(const Op& op);
   void* storage_base(const Op& op, const Piece& p) const;
-  void open_landings(const Op& op, Algo algo, Batch& batch);
+  void open_landings(const Op& op, Algo algo, BatchWindow& window);
   void close_landing(int landing, int stream);
   void dequant_boxes(const Op& op);
   int64_t count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong);
@@ -95,6 +102,8 @@ class Executor {
   void* staging_ = nullptr;
   int64_t staging_size_ = 0;
   int64_t batches_ = 0;
+  std::unique_ptr<Batch> open_;       // ops posted, not yet flushed
+  std::vector<Batch> posted_;         // flushed, not yet waited for, oldest first (at most --window)
   bool snapshot_taken_ = false;
 };
 

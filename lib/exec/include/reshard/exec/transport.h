@@ -3,8 +3,10 @@
 // memory kind (host for MPI; device for CUDA IPC and NCCL).
 //
 // Usage, identical on every rank: setup() once (collective over the world), then any number of
-// batches: post send/recv/broadcast ops on streams, flush() each stream used, wait() each stream
-// used. A buffer handed to an op may be reused only after wait() on its stream returned.
+// batches: post send/recv/broadcast ops on streams, flush() each stream used (that ends the stream's
+// batch), and later wait() for it. Up to --window batches of a stream may be flushed and not yet
+// waited for (batch_window.h); wait(stream, keep) completes all of them but the newest `keep`. A
+// buffer handed to an op may be reused only after the wait that completed its batch returned.
 // Ordering contract (what keeps batches deadlock-free and matching correct): every rank posts the
 // ops it takes part in in one global order shared by all ranks; between one pair of ranks in one
 // group, sends match receives in posting order; broadcasts of one group are posted in the same
@@ -53,10 +55,11 @@ class Transport {
   virtual void recv(int stream, int group, int peer, void* buf, int64_t bytes) = 0;
   // On the root `buf` is read, elsewhere written; every member of `group` posts it.
   virtual void broadcast(int stream, int group, int root, void* buf, int64_t bytes) = 0;
-  // Starts the ops posted on `stream` since the last flush (NCCL: group end; MPI: no-op).
+  // Starts the ops posted on `stream` since the last flush, as one batch (NCCL: group end).
   virtual void flush(int stream) = 0;
-  // Blocks until every op posted on `stream` has completed.
-  virtual void wait(int stream) = 0;
+  // Blocks until every op of the batches flushed on `stream` but the newest `keep` has completed;
+  // keep 0: every op posted on it (none may be posted after its last flush).
+  virtual void wait(int stream, int keep) = 0;
   // Box ops (only where supports_boxes()): the same matching, ordering and completion as send/recv/
   // broadcast, but the wire box (`wire_extent` elements of `elem_size` bytes) is described by where its
   // parts lie in strided buffers instead of being packed into one contiguous buffer. A sender's (root's)
