@@ -211,7 +211,8 @@ for f, name, rec in records:
     args = [reshard, "simulate", plan, "--system", sysname, "--json", "--algo", a.get("algo", "reshard"),
             "--streams", str(a.get("streams", 2)), "--batch-ops", str(a.get("batch_ops", 64)),
             "--batch-bytes", str(a.get("batch_bytes", 268435456)),
-            "--staging-bytes", str(a.get("staging_bytes", 268435456))] + flags
+            "--staging-bytes", str(a.get("staging_bytes", 268435456)),
+            "--window", str(a.get("window", 1))] + flags  # records before --window ran one batch at a time
     sim = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     if sim["plan"]["fingerprint"] != rec["plan"]["fingerprint"]:
         print("%-32s skipped: plan file %s has fingerprint %s, the run %s" % (name, plan,

@@ -4,6 +4,8 @@
 # markdown table between the PREDICTIONS markers of docs/performance.md.
 # Needs the model metadata in ../shared/models (rows whose model is absent are skipped, not failed).
 # usage: scripts/predict_seed_table.sh [BUILD_DIR]   (default: $RESHARD_BUILD_DIR or build)
+# RESHARD_SIM_FLAGS (e.g. "--window 16") is added to every simulate; the outputs then go to
+# $BUILD/predict only (results/ and docs/ keep the defaults' table).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-${RESHARD_BUILD_DIR:-build}}
@@ -45,7 +47,7 @@ for row in "${ROWS[@]}"; do
   "$RESHARD" plan --model "$model" $flags -o "$plan" --force 2> "$WORK/$id.plan.log"
   t1=$(date +%s.%N)
   # shellcheck disable=SC2086
-  "$RESHARD" simulate "$plan" $sysflags --json > "$WORK/$id.sim.json"
+  "$RESHARD" simulate "$plan" $sysflags ${RESHARD_SIM_FLAGS:-} --json > "$WORK/$id.sim.json"
   python3 - "$WORK/$id.sim.json" "$id" "$src" "$platform" "$lo" "$hi" "$note" "$t0" "$t1" "$model" >> "$OUT" <<'PY'
 import json, sys
 sim, id_, src, platform, lo, hi, note, t0, t1, model = sys.argv[1:]
@@ -58,12 +60,12 @@ PY
   rm -f "$plan"
 done
 
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "${RESHARD_SIM_FLAGS:-}" <<'PY'
 import json, re, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-json.dump({"format": "reshard-predictions", "version": 1, "rows": rows}, open("results/predictions.json", "w"), indent=1)
-lines = ["| row | platform | model | mapping | published (s) | predicted total (s) | bulk / misc (s) | lower bound (s) | busiest link | pred ≤ published low |",
-         "|---|---|---|---|---:|---:|---:|---:|---|---|"]
+extra = sys.argv[2]
+lines = ["| row | platform | model | mapping | published (s) | predicted total (s) | bulk / misc (s) | floor (s) | × floor | busiest link | pred ≤ published low |",
+         "|---|---|---|---|---:|---:|---:|---:|---:|---|---|"]
 for r in rows:
     s = r["simulation"]
     lo, hi = r["published_s"]
@@ -73,9 +75,13 @@ for r in rows:
     ge = "tp{tp} dp{dp} ({num_gpus})".format(**p["gen"])
     bl = s["busiest_link"]
     src = "seed" if r["source"] == "seed" else "NCCL M2N"
-    lines.append(f"| {r['id']} ({src}) | {r['platform']} ({s['system']['name']}, {s['system']['gpus_per_node']}/domain) | {p['model']} | {tr} → {ge} | {lo:.2f}–{hi:.2f} | {tot:.3f} | {s['bulk_time_ms']/1e3:.3f} / {s['misc_time_ms']/1e3:.3f} | {s['lower_bound_time_ms']/1e3:.3f} | rank {bl['rank']} {bl['resource']} | {'yes' if tot <= lo else 'NO'} |")
+    lines.append(f"| {r['id']} ({src}) | {r['platform']} ({s['system']['name']}, {s['system']['gpus_per_node']}/domain) | {p['model']} | {tr} → {ge} | {lo:.2f}–{hi:.2f} | {tot:.3f} | {s['bulk_time_ms']/1e3:.3f} / {s['misc_time_ms']/1e3:.3f} | {max(s['floors']['nic_ms'], s['floors']['nvlink_ms'])/1e3:.3f} | {s['floors']['predicted_over_floor']:.2f} | rank {bl['rank']} {bl['resource']} | {'yes' if tot <= lo else 'NO'} |")
 notes = [f"- **{r['id']}**: {r['note']}" for r in rows]
 table = "\n".join(lines + [""] + notes)
+if extra:  # not the defaults: print only
+    print(f"with {extra}:\n{table}")
+    sys.exit(0)
+json.dump({"format": "reshard-predictions", "version": 1, "rows": rows}, open("results/predictions.json", "w"), indent=1)
 doc = open("docs/performance.md").read()
 new, n = re.subn(r"(<!-- PREDICTIONS BEGIN -->\n).*?(<!-- PREDICTIONS END -->)", lambda m: m.group(1) + table + "\n" + m.group(2), doc, flags=re.S)
 if n != 1:

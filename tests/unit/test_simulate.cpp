@@ -109,6 +109,7 @@ TEST(Simulate, BatchesFollowTheOpCap) {
   m.launch_us = 5;
   m.per_op_us = 0;
   m.nic_latency_us = 10;
+  m.batch.window = 1;  // each batch waited for before the next: their fixed costs add up
   const SimResult r = simulate(p2p_plan(65, 512), m);
   EXPECT_EQ(r.phases[0].batches, 2);
   EXPECT_NEAR(r.total_seconds, 2 * 15e-6 + 65 * 1024 / 1e9, 1e-12);
@@ -250,6 +251,7 @@ TEST(Simulate, ARankWaitsForTheLatestPeerToPostTheOp) {
   m.per_op_us = 0.5;
   m.nic_latency_us = 10;
   m.batch.batch_ops = 1;
+  m.batch.window = 1;
   const SimResult r = simulate(p, m);
   const double t1 = 15.5e-6 + 1048576 / 1e9;
   const double end = t1 + 1024 / 1e9 + 15.5e-6;
@@ -259,6 +261,14 @@ TEST(Simulate, ARankWaitsForTheLatestPeerToPostTheOp) {
   // The floor is rank 0's NIC: both messages one after the other.
   EXPECT_NEAR(r.nic_floor.seconds, (1048576 + 1024) / 1e9, 1e-12);
   EXPECT_NEAR(r.nic_floor.misc_seconds, 0, 1e-15);
+
+  // Window 2: rank 0 posts the second batch once the first is posted (5.5 us in), without waiting for
+  // it; its 1 KiB queues behind the 1 MiB on rank 0's NIC (through at 1048576 ns + 1024 ns) and the
+  // batch ends 15.5 us later: one batch's issue and latency saved.
+  m.batch.window = 2;
+  const SimResult w = simulate(p, m);
+  EXPECT_NEAR(w.total_seconds, 15.5e-6 + (1048576 + 1024) / 1e9, 1e-12);
+  EXPECT_EQ(w.phases[0].batches, 2);
 }
 
 }  // namespace

@@ -102,13 +102,18 @@ class OpBuilder {
   }
 
   std::vector<Op> build() {
-    const std::vector<WorkUnit> units = work_units(plan_, o_.streams);
+    Schedule own;
+    if (o_.schedule == nullptr) own = make_schedule(plan_, o_.streams, kFanoutLag);
+    const Schedule& schedule = o_.schedule != nullptr ? *o_.schedule : own;
+    levels_ = &schedule.fanout_level;
+    const std::vector<WorkUnit>& units = schedule.units;
     for (size_t i = 0; i < units.size(); ++i) {
       const WorkUnit& u = units[i];
       unit_ = static_cast<uint32_t>(i);
       if (u.bucket) add_bucket(static_cast<int>(u.index), u.stream);
-      else if (o_.algo == Algo::Reshard) add_reshard_param(u.index, u.stream);
-      else add_golden_param(u.index, u.stream);
+      else if (o_.algo == Algo::Golden) { if (!u.fanouts) add_golden_param(u.index, u.stream); }
+      else if (u.fanouts) add_fanouts(u.index, u.level, u.stream);
+      else add_transfers(u.index, u.stream);
     }
     return std::move(ops_);
   }
@@ -170,7 +175,7 @@ class OpBuilder {
     return {st, shape, storage_offset, wire_offset, extent, s_.src_landing[st]};
   }
 
-  void add_reshard_param(uint32_t p, int stream) {
+  void add_transfers(uint32_t p, int stream) {
     const ParamPlan& param = plan_.params[p];
     const int es = dtype_size(param.dtype);
     for (uint64_t i = param.transfer_begin; i < param.transfer_begin + param.transfer_count; ++i) {
@@ -196,7 +201,13 @@ class OpBuilder {
         });
       }
     }
+  }
+
+  void add_fanouts(uint32_t p, int level, int stream) {
+    const ParamPlan& param = plan_.params[p];
+    const int es = dtype_size(param.dtype);
     for (uint64_t i = param.fanout_begin; i < param.fanout_begin + param.fanout_count; ++i) {
+      if ((*levels_)[i] != level) continue;
       const FanoutOp& f = plan_.fanouts[i];
       if (f.group < 0 || f.group >= static_cast<int>(in_group_.size()) || !in_group_[f.group]) continue;
       const std::pair<int, int> member = dst_member(p, f.box);
@@ -288,6 +299,7 @@ class OpBuilder {
   std::vector<bool> in_group_;
   int misc_phase_ = 0;
   uint32_t unit_ = 0;
+  const std::vector<int>* levels_ = nullptr;  // per plan fan-out: its level (schedule.h)
   std::vector<Op> ops_;
 };
 

@@ -14,6 +14,7 @@
 #include "reshard/core/batch_policy.h"
 #include "reshard/core/batch_window.h"
 #include "reshard/core/ops.h"
+#include "reshard/core/schedule.h"
 #include "reshard/core/stats.h"
 #include "reshard/core/storage.h"
 
@@ -111,6 +112,7 @@ struct RankState {
   int64_t batch_ops = 0;
   std::deque<double> ends;                // posted batches not yet waited for: when each completes
   std::array<double, 4> free{};           // per resource: when its last queued bytes are through
+  double through = 0;                     // when the bytes of every batch so far are through
   int64_t copy_bytes = 0, copies = 0, launches = 0, pass_bytes = 0;
   std::vector<std::pair<int, int>> pulls;  // (stream, peer) of the transport's copies: a launch each
   std::vector<std::pair<double, Bytes4>> wire;  // per op: when all its ranks had posted it, its bytes
@@ -147,7 +149,9 @@ struct OpLists {
       uint32_t index;
     };
     std::vector<Entry> all;
-    const OpListOptions options = m.batch.op_list(m.algo);
+    OpListOptions options = m.batch.op_list(m.algo);
+    const Schedule schedule = make_schedule(plan, options.streams, kFanoutLag);
+    options.schedule = &schedule;
     for (int r = 0; r < plan.world(); ++r) {
       ops[r] = build_ops(plan, r, rank_storages(plan, r), options);
       for (uint32_t i = 0; i < ops[r].size(); ++i) all.push_back({ops[r][i].unit, ops[r][i].item, ops[r][i].sub, r, i});
@@ -445,7 +449,10 @@ class Replayer {
       }
     double wire = through - s.start, alone = 0;
     for (int i = 0; i < kResources; ++i) alone = std::max(alone, static_cast<double>(sum[i]) / beta_[i]);
-    s.wait_seconds += wire - alone;
+    // Waiting counts only past what the rank's earlier batches, still in flight, already took.
+    const double waited_from = std::max(s.start, s.through);
+    s.through = std::max(s.through, through);
+    s.wait_seconds += std::max(0.0, through - waited_from - alone);
     if (record_) {
       double first = s.start + wire;
       for (const auto& [ready, res] : s.wire) first = std::min(first, ready);

@@ -32,7 +32,7 @@ struct BatchPolicy {
   int64_t batch_ops = 64;
   int64_t batch_bytes = int64_t{256} << 20;
   int64_t staging_bytes = int64_t{256} << 20;
-  int window = 1;  // batches in flight per rank: the open one and window - 1 posted, not yet waited for
+  int window = 16;  // batches in flight per rank: the open one and window - 1 posted, not yet waited for
 
   // Every value out of bounds, named by its flag.
   void validate(Problems& problems) const;

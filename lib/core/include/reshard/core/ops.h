@@ -55,10 +55,13 @@ struct Op {
   bool direct() const;
 };
 
+struct Schedule;
+
 struct OpListOptions {
   Algo algo = Algo::Reshard;
   int streams = 2;
   int64_t max_message_bytes = int64_t{256} << 20;
+  const Schedule* schedule = nullptr;  // make_schedule(plan, streams), shared by ranks; null: built here
 };
 
 // A short-lived BF16 buffer between a storage and the wire (docs/precision.md): on a source, a

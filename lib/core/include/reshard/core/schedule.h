@@ -1,5 +1,9 @@
-// The order in which every rank walks a plan's work. A unit is one bulk param (its transfers, then
-// its fan-outs) or one misc bucket (placed at its first param); a unit goes to stream
+// The order in which every rank walks a plan's work. A unit is one bulk param's transfers, one level
+// of its fan-outs, or one misc bucket (placed at its first param). Fan-outs of level l go in
+// (l + 1) * kFanoutLag units of their stage after the param's transfers: the replica that roots one
+// sends what its transfers (level 0) or a lower level's broadcast wrote, so the batch holding that
+// is waited for first, and by then it has usually completed inside the window (--window) instead of
+// stalling the stage. A unit goes to stream
 // (train PP stage % streams) and units are taken round-robin over the train PP stages, so that every
 // stage's ranks (and their links) have work from the first batch on. Every rank derives
 // the same order from the plan alone: the executor's deadlock-freedom argument rests on it, and the
@@ -13,12 +17,31 @@
 namespace reshard {
 
 struct WorkUnit {
-  bool bucket = false;  // index is a misc bucket; else a bulk param
+  bool bucket = false;   // index is a misc bucket; else a bulk param
+  bool fanouts = false;  // the bulk param's fan-outs of `level` (golden has none); else its transfers
+  int level = 0;
   uint32_t index = 0;
   int stream = 0;
 };
 
-std::vector<WorkUnit> work_units(const Plan& plan, int streams);
+// Measured with `simulate` on NCCL M2N's rows at window 8 (lags 0, 1, 2, 3, 4, 8): 2 was best on both
+// (docs/performance.md).
+inline constexpr int kFanoutLag = 2;
+
+struct Schedule {
+  std::vector<WorkUnit> units;
+  std::vector<int> fanout_level;  // per plan.fanouts entry (fanout_levels)
+};
+// Built once per plan and stream count; every rank's op list (ops.h) follows it.
+Schedule make_schedule(const Plan& plan, int streams, int fanout_lag = kFanoutLag);
+inline std::vector<WorkUnit> work_units(const Plan& plan, int streams, int fanout_lag = kFanoutLag) {
+  return make_schedule(plan, streams, fanout_lag).units;
+}
+
+// Per fan-out op of the plan: 0 where its root received the box by a transfer, else one more than the
+// level of the fan-out of the same param the root received it from (a lane broadcast feeds the
+// broadcasts inside its nodes).
+std::vector<int> fanout_levels(const Plan& plan);
 
 // What the golden algorithm broadcasts for a bulk param: each distinct source shard whole (no empty
 // ones), from its lowest holder, in the order the src mesh first holds them.

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Batches in flight (--window) on the device machine, one call: build, ctest -L gpu (every transport's
+# wait changed), then the same plans at window 1 (one batch at a time, the old executor), 4 and 16
+# (the default), each `run --json` for scripts/calibrate.sh: cuda-ipc with 4 and 8 ranks on the GPU,
+# and CPU MPI with 16 and 32 ranks whose time the waits set (train PP 2 and 4, gen DP 2).
+# Run from the repo root with $OUT set; writes $OUT/gpu_window.log, $OUT/{ipc,cpu}/*.json and the
+# plans under $OUT/plans/<fingerprint>.json. Env: BUILD, JOBS, SKIP_CTEST=1 (scripts/gpu_common.sh).
+set -uo pipefail
+OUT=${OUT:?set OUT to the results folder}
+LOG=$OUT/gpu_window.log
+. "$(dirname "$0")/gpu_common.sh"
+gpu_build_and_test
+mkdir -p "$OUT/ipc" "$OUT/cpu"
+M=plans/qwen3-4b.json
+ipc_case() {  # name ranks train_gpus train gen_gpus gen
+  local name=$1; shift
+  for w in 1 4 16; do
+    ALGOS=reshard ITERS=5 run_case "${name}_w$w" $M "$@" RUN --window "$w" --json "$OUT/ipc/${name}_w$w.json" --force
+  done
+}
+ipc_case ipc_qwen3_4b_dp2_tp2 4 2 tp=1 2 tp=2
+ipc_case ipc_qwen3_4b_pp2dp2_tp2dp2 8 4 tp=1,pp=2 4 tp=2
+cpu_case() {  # name ranks train_gpus train gen_gpus gen
+  local name=$1; shift
+  for w in 1 16; do
+    TRANSPORT=mpi ALGOS=reshard ITERS=3 run_case "${name}_w$w" $M "$@" RUN --warmup 1 --window "$w" \
+      --json "$OUT/cpu/${name}_w$w.json" --force
+  done
+}
+cpu_case cpu_pp2dp4_tp4dp2 16 8 tp=1,pp=2 8 tp=4
+cpu_case cpu_pp4dp2_tp4dp2 16 8 tp=1,pp=4 8 tp=4
+cpu_case cpu_pp4dp4_tp8dp2 32 16 tp=1,pp=4 16 tp=8
+for f in "$OUT"/ipc/*.json "$OUT"/cpu/*.json; do
+  say "$(basename "$f" .json): $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" ".join("%s %.2f ms" % (p["phase"], p["time_ms_avg"]) for p in r["phases"]))' "$f" 2>/dev/null)"
+done
+# Keep each plan under its fingerprint, where scripts/calibrate.sh looks (results/plans/<fp>.json).
+mkdir -p "$OUT/plans"
+for p in "$OUT"/*.json; do
+  fp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fingerprint"])' "$p" 2>/dev/null) &&
+    mv "$p" "$OUT/plans/$fp.json"
+done
