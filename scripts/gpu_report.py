@@ -64,7 +64,7 @@ def build(records, env):
         default = "off" if key == "mps" else "?"  # records from before MPS=1 existed ran without it
         lines.append("| %s | %s |" % (label, str(env.get(key, default)).replace("\n", "<br>")))
     lines.append("")
-    lines += ["| config | ranks | transport | algo | bytes | time ms (total) | algbw GB/s | busbw GB/s | "
+    lines += ["| config | ranks | transport | algo | bytes | time ms (total) | algbw GB/s | busiest GB/s | "
               "ceiling GB/s | efficiency | plan_eff | speed-up vs golden | ops/rank | us/op | peak/rank | #wrong |",
               "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in runs:
@@ -81,7 +81,7 @@ def build(records, env):
         us_per_op = r["total_time_ms"] * 1e3 / ops if ops else None
         lines.append("| %s | %d | %s | %s | %s | %.3f | %.1f | %.1f | %s | %s | %.3f | %s | %d | %s | %s | %s |" % (
             r["config"], r.get("world_size", 0), transport(r), a.get("algo"), gib(t.get("bytes", 0)),
-            r["total_time_ms"], t.get("algbw_gbps", 0), t.get("busbw_gbps", 0), fmt(t.get("ceiling_gbps"), ".1f"),
+            r["total_time_ms"], t.get("algbw_gbps", 0), t.get("busiest_gbps", t.get("busbw_gbps", 0)), fmt(t.get("ceiling_gbps"), ".1f"),
             fmt(t.get("efficiency"), ".3f"), t.get("plan_efficiency", 0), fmt(speedup, ".2f") + ("x" if speedup else ""),
             ops, fmt(us_per_op, ".1f"), gib(r.get("peak_bytes_max", 0)), r.get("wrong")))
     lines.append("")

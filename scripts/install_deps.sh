@@ -5,8 +5,9 @@
 # --plots also installs python3-matplotlib for scripts/plot_results.py (nothing else needs it).
 set -euo pipefail
 
+# librsvg2-bin: rsvg-convert, for scripts/plot_runs.py's PNG (tested in CI).
 PACKAGES=(cmake g++ make pkg-config libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev openmpi-bin libopenmpi-dev
-          libre2-dev)
+          libre2-dev librsvg2-bin)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) PACKAGES+=(clang libclang-rt-dev) ;;

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "reshard/core/error.h"
 #include "reshard/core/input_file.h"
+#include "reshard/core/layer_map.h"
 #include "reshard/core/model.h"
 #include "reshard/core/plan_enums.h"
 #include "reshard/core/plan_io.h"
@@ -86,68 +87,6 @@ void check(Problems& problems, F&& f, const std::string& flag = "") {
   }
 }
 
-// --layer-map FILE: {"<layer>": stage, ...} (every layer 0..N-1 once) or [stage, stage, ...].
-std::vector<int> read_layer_map(const std::string& path, Problems& problems) {
-  const auto text = read_text(path, "--layer-map", problems);
-  if (!text) return {};
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    problems.add("--layer-map " + path + ": malformed JSON at byte " + std::to_string(e.byte));
-    return {};
-  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
-    problems.add("--layer-map " + path + ": malformed JSON: " + e.what());
-    return {};
-  }
-  std::vector<int> stages;
-  auto stage_of = [&](const nlohmann::json& v, const std::string& where) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-      problems.add("--layer-map " + path + ": " + where + ": stage must be a non-negative integer, got " +
-                   v.dump());
-      return -1;
-    }
-    return static_cast<int>(v.get<int64_t>());
-  };
-  if (j.is_array()) {
-    for (size_t i = 0; i < j.size(); ++i) stages.push_back(stage_of(j[i], "entry " + std::to_string(i)));
-  } else if (j.is_object()) {
-    stages.assign(j.size(), -1);
-    std::vector<bool> seen(j.size(), false);
-    for (const auto& [key, value] : j.items()) {
-      int64_t layer = -1;
-      try {
-        layer = parse_integer(key, "layer", 0, static_cast<int64_t>(j.size()) - 1);
-      } catch (const Error&) {
-        problems.add("--layer-map " + path + ": key '" + key + "' is not a layer index in [0, " +
-                     std::to_string(j.size()) + ") (the map must cover layers 0..N-1)");
-        continue;
-      }
-      seen[static_cast<size_t>(layer)] = true;
-      stages[static_cast<size_t>(layer)] = stage_of(value, "layer " + key);
-    }
-    for (size_t l = 0; l < seen.size(); ++l)
-      if (!seen[l]) problems.add("--layer-map " + path + ": layer " + std::to_string(l) + " is missing");
-  } else {
-    problems.add("--layer-map " + path + ": expected an object {\"<layer>\": stage} or a list of stages");
-  }
-  return stages;
-}
-
-std::vector<int> parse_layer_list(const std::string& list, Problems& problems) {
-  std::vector<int> out;
-  std::stringstream s(list);
-  std::string item;
-  size_t items = 0;
-  while (std::getline(s, item, ',')) {
-    ++items;
-    check(problems,
-          [&] { out.push_back(static_cast<int>(parse_integer(item, "--mtp-layers", 0, INT32_MAX))); });
-  }
-  if (items == 0) problems.add("--mtp-layers: '" + list + "' lists no layer");
-  return out;
-}
-
 // Every file `plan` reads: its output may be none of them.
 std::vector<std::string> plan_inputs(const PlanArgs& a) { return {a.model, a.system, a.rules, a.layer_map}; }
 
@@ -195,11 +134,13 @@ int run_plan(const PlanArgs& a) {
       problems.add("--layer-map cannot be combined with --first-stage-layers/--last-stage-layers");
     // A broken map is reported once, here; the planner then plans with the default split.
     Problems map_problems;
-    std::vector<int> map = read_layer_map(a.layer_map, map_problems);
+    std::vector<int> map;
+    if (const auto text = read_text(a.layer_map, "--layer-map", map_problems))
+      map = parse_layer_map(*text, a.layer_map, map_problems);
     for (const std::string& p : map_problems.list()) problems.add(p);
     if (map_problems.empty()) options.layer_to_stage = std::move(map);
   }
-  if (!a.mtp_layers.empty()) options.mtp_layers = parse_layer_list(a.mtp_layers, problems);
+  if (!a.mtp_layers.empty()) options.mtp_layers = parse_layer_list(a.mtp_layers, "--mtp-layers", problems);
   options.pipeline_layout = a.pipeline_layout;
   options.account_for_embedding = a.account_for_embedding;
   options.account_for_loss = a.account_for_loss;

@@ -40,9 +40,8 @@ inline RunArgs finish_exec_flags(ExecFlags& f, CLI::App& app) {
       for (const std::string& r : opt->results()) a.command_line += " " + r;
       continue;
     }
-    const std::string name = opt->get_lnames().front();
-    a.command_line += " --" + name;
-    if (name == "check" || name == "force" || name == "execute") continue;  // flags: no value
+    a.command_line += " --" + opt->get_lnames().front();
+    if (opt->get_expected_min() == 0) continue;  // a flag: its presence is all
     for (const std::string& r : opt->results()) a.command_line += " " + r;
   }
   return a;

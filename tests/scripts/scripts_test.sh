@@ -11,6 +11,18 @@ cd "$ROOT" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 
 case "$CASE" in
+  plot_runs_svg_png)  # plot_runs.py on committed run records: an SVG with a bar per record and phase, a PNG
+    python3 scripts/plot_runs.py results/gpu/schedule_h200/cpu results/gpu/schedule_h200/ipc -o "$T/r.svg" ||
+      fail "plot_runs.py (svg) exited $?"
+    bars=$(grep -c '<title>' "$T/r.svg")
+    # 3 CPU records x (bulk.pp0, bulk.pp1, misc, total) + 2 x (bulk.pp2, bulk.pp3) + the cuda-ipc record's 3 rows
+    [ "$bars" -eq 19 ] || fail "expected 19 bars, got $bars"
+    grep -q "cpu_pp4dp4_tp8dp2 reshard/mpi" "$T/r.svg" || fail "the legend lacks a record"
+    python3 scripts/plot_runs.py results/gpu/schedule_h200/ipc -o "$T/r.png" || fail "plot_runs.py (png) exited $?"
+    [ "$(head -c 8 "$T/r.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "not a PNG"
+    [ "$(stat -c %s "$T/r.png")" -gt 2000 ] || fail "PNG too small"
+    python3 scripts/plot_runs.py results/gpu/schedule_h200/ipc -o "$T/r.png" 2>/dev/null && fail "overwrote without --force"
+    ;;
   gpu_report_reproduces)  # results/gpu_h200.md is what gpu_report.py makes of the push records
     python3 scripts/gpu_report.py results/gpu/push/gpu_runs.json results/gpu/push/gpu_env.json -o "$T/r.md" ||
       fail "gpu_report.py exited $?"

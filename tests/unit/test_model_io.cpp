@@ -198,6 +198,17 @@ TEST_F(ModelIo, SafetensorsIndexKeepsWeightMapOrder) {
   EXPECT_EQ(m.tensors[1].shape, (Dims{2, 2}));
 }
 
+TEST_F(ModelIo, AnIndexAndAShardAreRecognisedByContentUnderAnyName) {
+  write_safetensors("shard-a", R"({"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]}})", 12);
+  const ModelMeta shard = load_model((dir_ / "shard-a").string());
+  EXPECT_EQ(names(shard), (std::vector<std::string>{"w"}));
+  EXPECT_EQ(shard.tensors[0].shape, (Dims{2, 3}));
+  const std::string index = write("weights.json", R"({"metadata": {"total_size": 12}, "weight_map": {"w": "shard-a"}})");
+  const ModelMeta m = load_model(index);
+  EXPECT_EQ(names(m), (std::vector<std::string>{"w"}));
+  EXPECT_EQ(m.tensors[0].dtype, DType::BF16);
+}
+
 TEST_F(ModelIo, SafetensorsIndexMismatches) {
   write_safetensors("s1.safetensors", R"({"x": {"dtype": "BF16", "shape": [4], "data_offsets": [0, 8]},
                                           "extra": {"dtype": "BF16", "shape": [1], "data_offsets": [8, 10]}})",

@@ -1,5 +1,6 @@
 // Model metadata readers: metadata JSON, safetensors headers, safetensors indices.
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -320,10 +321,33 @@ ModelMeta finish_safetensors(std::vector<TensorMeta> tensors, const std::string&
 
 }  // namespace
 
+namespace {
+
+// A safetensors file starts with its header's length (8 bytes, little-endian) and the header's '{';
+// JSON text starts with '{' itself (or white space).
+bool looks_like_safetensors(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  unsigned char head[9] = {};
+  if (!f.read(reinterpret_cast<char*>(head), sizeof head)) return false;
+  return head[8] == '{' && head[0] != '{' && !std::isspace(head[0]);
+}
+
+// A safetensors index: a JSON object with a "weight_map" object (and no "params": model metadata).
+bool looks_like_index(std::string_view text) {
+  return text.find("\"weight_map\"") != std::string_view::npos && text.find("\"params\"") == std::string_view::npos;
+}
+
+}  // namespace
+
+// By name first (the conventional suffixes), else by content: a renamed shard or index reads as what
+// it holds.
 ModelMeta load_model(const std::string& path) {
   if (ends_with(path, ".safetensors")) return read_safetensors(path);
   if (ends_with(path, ".safetensors.index.json")) return read_safetensors_index(path);
-  return parse_model_json(read_text(path), path);
+  if (looks_like_safetensors(path)) return read_safetensors(path);
+  const std::string text = read_text(path);
+  if (looks_like_index(text)) return read_safetensors_index(path);
+  return parse_model_json(text, path);
 }
 
 ModelMeta parse_model_json(std::string_view text, const std::string& origin) {

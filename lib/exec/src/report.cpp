@@ -25,8 +25,7 @@ std::string human_bytes(int64_t b) {
   return buf;
 }
 
-RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
-                      const std::vector<std::vector<double>>& times, bool check) {
+RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo) {
   RunReport rep;
   rep.plan = &plan;
   rep.algo = algo;
@@ -40,18 +39,6 @@ RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
     traffic.push_back(t.ops);
   }
   ctl.max(traffic);
-  std::vector<int64_t> wrong;
-  if (check) {
-    wrong = ex.count_wrong();
-    std::vector<int64_t> local = wrong;
-    ctl.sum(wrong);
-    for (size_t p = 0; p < wrong.size(); ++p) {
-      if (wrong[p] == 0) continue;
-      rep.first_bad_param = plan.params[p].name;
-      rep.first_bad_rank = static_cast<int>(ctl.min(static_cast<int64_t>(local[p] > 0 ? ctl.rank() : INT_MAX)));
-      break;
-    }
-  }
   for (int ph = 0; ph <= phases; ++ph) {
     PhaseRow row;
     const bool total = ph == phases;
@@ -59,32 +46,52 @@ RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
     const int t_index = total ? 0 : ph + 1;
     row.busiest_bytes = traffic[2 * t_index];
     row.ops = traffic[2 * t_index + 1];
-    for (uint32_t p = 0; p < plan.params.size(); ++p) {
-      const ParamPlan& param = plan.params[p];
-      const int pph = param.path == Path::Misc ? phases - 1 : std::clamp(param.pp_stage, 0, phases - 2);
-      if (!total && pph != ph) continue;
-      row.bytes += param.bytes();
-      if (check) row.wrong = std::max<int64_t>(row.wrong, 0) + wrong[p];
-    }
-    if (check && row.wrong < 0) row.wrong = 0;
+    for (uint32_t p = 0; p < plan.params.size(); ++p)
+      if (total || row_of(plan, p) == ph) row.bytes += plan.params[p].bytes();
     for (int r = 0; r < plan.world(); ++r) {
       int64_t v = 0;
       for (int q = 0; q < phases; ++q)
         if (total || q == ph) v += lb.moved[q][r];
       row.lower_bound_bytes = std::max(row.lower_bound_bytes, v);
     }
-    const std::vector<double>& t = times[ph];
-    row.samples = t;
-    if (!t.empty()) {
-      row.time_min = *std::min_element(t.begin(), t.end());
-      row.time_max = *std::max_element(t.begin(), t.end());
-      for (double x : t) row.time_avg += x;
-      row.time_avg /= static_cast<double>(t.size());
-    }
     rep.rows.push_back(row);
   }
-  if (check) rep.wrong_total = rep.rows.back().wrong;
   return rep;
+}
+
+int row_of(const Plan& plan, uint32_t param) {
+  const int phases = phase_count(plan);
+  const ParamPlan& p = plan.params[param];
+  return p.path == Path::Misc ? phases - 1 : std::clamp(p.pp_stage, 0, phases - 2);
+}
+
+void set_samples(PhaseRow& row, const std::vector<double>& t) {
+  row.samples = t;
+  row.time_min = row.time_max = row.time_avg = 0;
+  if (t.empty()) return;
+  row.time_min = *std::min_element(t.begin(), t.end());
+  row.time_max = *std::max_element(t.begin(), t.end());
+  for (double x : t) row.time_avg += x;
+  row.time_avg /= static_cast<double>(t.size());
+}
+
+void add_wrong(Control& ctl, RunReport& rep, Executor& ex) {
+  const Plan& plan = *rep.plan;
+  std::vector<int64_t> wrong = ex.count_wrong();
+  const std::vector<int64_t> local = wrong;
+  ctl.sum(wrong);
+  for (size_t p = 0; p < wrong.size(); ++p) {
+    if (wrong[p] == 0) continue;
+    rep.first_bad_param = plan.params[p].name;
+    rep.first_bad_rank = static_cast<int>(ctl.min(static_cast<int64_t>(local[p] > 0 ? ctl.rank() : INT_MAX)));
+    break;
+  }
+  for (PhaseRow& row : rep.rows) row.wrong = 0;
+  for (uint32_t p = 0; p < plan.params.size(); ++p) {
+    rep.rows[static_cast<size_t>(row_of(plan, p))].wrong += wrong[p];
+    rep.rows.back().wrong += wrong[p];
+  }
+  rep.wrong_total = rep.rows.back().wrong;
 }
 
 namespace {
@@ -99,17 +106,28 @@ double gbps(int64_t bytes, double seconds) { return seconds > 0 ? static_cast<do
 
 }  // namespace
 
-std::string format_report(const RunReport& r, const RunArgs& a, const std::string& transport_line) {
-  const Plan& plan = *r.plan;
-  std::string out;
-  char buf[512];
-  auto line = [&](const char* fmt, auto... xs) {
+namespace {
+
+// snprintf into a growing string.
+class Lines {
+ public:
+  template <class... T>
+  void operator()(const char* fmt, T... xs) {
+    char buf[512];
     std::snprintf(buf, sizeof buf, fmt, xs...);
     out += buf;
-  };
+  }
+  std::string out;
+};
+
+}  // namespace
+
+std::string format_header(const RunReport& r, const RunArgs& a, const std::string& transport_line) {
+  const Plan& plan = *r.plan;
+  Lines line;
   int64_t bulk = 0, misc = 0;
   for (const ParamPlan& p : plan.params) (p.path == Path::Bulk ? bulk : misc) += 1;
-  out += "# reshard run\n";
+  line.out += "# reshard run\n";
   line("#  plan: %s  fingerprint: %s  generator: %s\n", a.plan_path.c_str(), plan.fingerprint.c_str(), plan.generator.c_str());
   line("#  model: %s  params: %zu (%lld bulk, %lld misc)  transfers: %zu  fan-outs: %zu  buckets: %zu\n",
        plan.model_name.c_str(), plan.params.size(), static_cast<long long>(bulk), static_cast<long long>(misc),
@@ -121,20 +139,30 @@ std::string format_report(const RunReport& r, const RunArgs& a, const std::strin
        to_string(r.algo), a.iters, a.warmup, a.exec.streams, static_cast<long long>(a.exec.batch_ops),
        human_bytes(a.exec.batch_bytes).c_str(), a.exec.window, human_bytes(a.exec.staging_bytes).c_str(),
        a.check ? "on" : "off");
+  if (a.warmup == 0)
+    line("#  warmup 0: each row's first iteration pays first-use costs (page faults, cuda-ipc handle mapping)\n");
   const bool ceiling = r.rows.back().has_ceiling();
-  line("#\n#%-11s %14s %8s %11s %11s %11s %11s %14s %9s", " phase", "bytes", "ops", "time_ms", "min_ms",
-       "algbw_GB/s", "busbw_GB/s", "lb_bytes", "plan_eff");
+  line("#\n#%-11s %14s %8s %11s %11s %11s %12s %14s %9s", " phase", "bytes", "ops", "time_ms", "min_ms",
+       "algbw_GB/s", "busiest_GB/s", "lb_bytes", "plan_eff");
   if (ceiling) line(" %12s %7s", "ceiling_GB/s", "eff");
   line(" %10s\n", "#wrong");
-  for (const PhaseRow& row : r.rows) {
-    const std::string wrong = row.wrong < 0 ? "N/A" : std::to_string(row.wrong);
-    line(" %-11s %14lld %8lld %11.3f %11.3f %11.2f %11.2f %14lld %9.3f", row.name.c_str(),
-         static_cast<long long>(row.bytes), static_cast<long long>(row.ops), row.time_avg * 1e3, row.time_min * 1e3,
-         gbps(row.bytes, row.time_avg), gbps(row.busiest_bytes, row.time_avg),
-         static_cast<long long>(row.lower_bound_bytes), row.plan_efficiency());
-    if (ceiling) line(" %12.2f %7.3f", row.ceiling_gbps(), row.efficiency());
-    line(" %10s\n", wrong.c_str());
-  }
+  return line.out;
+}
+
+std::string format_row(const RunReport& r, const PhaseRow& row) {
+  Lines line;
+  const std::string wrong = row.wrong < 0 ? "N/A" : std::to_string(row.wrong);
+  line(" %-11s %14lld %8lld %11.3f %11.3f %11.2f %12.2f %14lld %9.3f", row.name.c_str(),
+       static_cast<long long>(row.bytes), static_cast<long long>(row.ops), row.time_avg * 1e3, row.time_min * 1e3,
+       gbps(row.bytes, row.time_avg), gbps(row.busiest_bytes, row.time_avg),
+       static_cast<long long>(row.lower_bound_bytes), row.plan_efficiency());
+  if (r.rows.back().has_ceiling()) line(" %12.2f %7.3f", row.ceiling_gbps(), row.efficiency());
+  line(" %10s\n", wrong.c_str());
+  return line.out;
+}
+
+std::string format_footer(const RunReport& r) {
+  Lines line;
   int64_t peak = 0;
   int peak_rank = 0;
   for (size_t i = 0; i < r.peak_bytes.size(); ++i)
@@ -153,8 +181,14 @@ std::string format_report(const RunReport& r, const RunArgs& a, const std::strin
     line("; efficiency %.3f vs one process's device copy (%s of the busiest device in %.3f ms)",
          total.device_efficiency(), human_bytes(total.device_copy_bytes).c_str(), total.device_copy_time * 1e3);
   if (total.wrong >= 0) line("; #wrong %lld%s", static_cast<long long>(total.wrong), total.wrong == 0 ? " (PASSED)" : " (FAILED)");
-  out += "\n";
-  return out;
+  line.out += "\n";
+  return line.out;
+}
+
+std::string format_report(const RunReport& r, const RunArgs& a, const std::string& transport_line) {
+  std::string out = format_header(r, a, transport_line);
+  for (const PhaseRow& row : r.rows) out += format_row(r, row);
+  return out + format_footer(r);
 }
 
 namespace {
@@ -202,7 +236,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
                       {"time_ms_min", row.time_min * 1e3},
                       {"time_ms_max", row.time_max * 1e3},
                       {"algbw_gbps", gbps(row.bytes, row.time_avg)},
-                      {"busbw_gbps", gbps(row.busiest_bytes, row.time_avg)},
+                      {"busiest_gbps", gbps(row.busiest_bytes, row.time_avg)},
                       {"busiest_bytes", row.busiest_bytes},
                       {"lower_bound_bytes", row.lower_bound_bytes},
                       {"plan_efficiency", row.plan_efficiency()},

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fault_hook.h"
+#include "progress.h"
 #include "reshard/core/output_file.h"
 #include "reshard/core/plan_io.h"
 #include "reshard/core/storage.h"
@@ -321,36 +322,51 @@ int run_main(const RunArgs& a) {
     Executor& ex = *s.exec;
     const Algo algo = a.algo == "golden" ? Algo::Golden : Algo::Reshard;
     const int phases = phase_count(s.plan);
-    ex.fill_sources();
-    std::vector<std::vector<double>> times(phases + 1);  // last: total
-    for (int it = 0; it < a.warmup + a.iters; ++it) {
-      const bool keep = it >= a.warmup;
-      if (it == a.warmup && s.fault) s.fault->arm();
-      for (int ph = 0; ph < phases; ++ph) {
-        const double t = timed(ctl, [&] { ex.run_phase(algo, ph); });
-        if (keep) times[ph].push_back(t);
-      }
-      ex.poison_destinations();  // the check below sees the last concurrent run alone
-      const double t = timed(ctl, [&] { ex.run(algo); });
-      if (keep) times[phases].push_back(t);
-    }
-    RunReport rep = make_report(ctl, s.plan, ex, algo, times, a.check);
+    RunReport rep = make_report(ctl, s.plan, ex, algo);
     rep.hosts = host_names(ctl);
     rep.transport_mode = s.transport->mode();
-    rep.peak_bytes = ctl.gather(s.memory->peak_bytes());  // before the ceiling's scratch blocks
+    rep.peak_bytes = ctl.gather(s.memory->peak_bytes());  // the executor's; before the ceiling's scratch blocks
+    // The ceiling first, so that every row is complete when it is printed.
     if (s.memory->kind() == MemoryKind::Device) {
       const CeilingKind kind = ceiling_kind_for(*s.transport);
       add_ceiling(ctl, s.plan, *s.memory, *s.transport, kind, rep.rows, std::max(a.warmup, 1), a.iters);
       rep.ceiling_kind = to_string(kind);
       rep.device = s.transport->device();
     }
-    if (ctl.rank() == 0) {
-      const std::string mode = rep.transport_mode.empty() ? "" : " " + rep.transport_mode;
-      std::fputs(format_report(rep, a, s.transport->name() + mode + " (" + s.transport->version() + ", " +
-                                         ctl.mpi_library_version() + ")").c_str(),
-                 stdout);
+    const bool rank0 = ctl.rank() == 0;
+    auto print = [&](const std::string& text) {
+      if (!rank0) return;
+      std::fputs(text.c_str(), stdout);
       std::fflush(stdout);
+    };
+    const std::string mode = rep.transport_mode.empty() ? "" : " " + rep.transport_mode;
+    print(format_header(rep, a, s.transport->name() + mode + " (" + s.transport->version() + ", " +
+                                    ctl.mpi_library_version() + ")"));
+    ex.fill_sources();
+    // Row by row, as nccl-tests goes size by size: a row's warm-up and timed iterations, then the row.
+    // The total (every phase at once) runs first, each iteration on poisoned destinations, and the
+    // check sees its last one alone; it pays any first-use costs (with --warmup 0), so no phase row,
+    // each of which then runs alone, can look slower than the whole. Its row prints last.
+    Progress progress(rank0);
+    const int steps = a.warmup + a.iters;
+    for (int k = 0; k <= phases; ++k) {
+      const int ph = k == 0 ? phases : k - 1;
+      PhaseRow& row = rep.rows[static_cast<size_t>(ph)];
+      const bool total = ph == phases;
+      std::vector<double> times;
+      for (int it = 0; it < steps; ++it) {
+        if (it == a.warmup && s.fault && total) s.fault->arm();
+        if (total) ex.poison_destinations();
+        const double t = timed(ctl, [&] { total ? ex.run(algo) : ex.run_phase(algo, ph); });
+        if (it >= a.warmup) times.push_back(t);
+        progress.show(row.name, it + 1, steps, row.bytes * (it + 1));
+      }
+      set_samples(row, times);
+      progress.clear();
+      if (total && a.check) add_wrong(ctl, rep, ex);
+      if (!total) print(format_row(rep, row));
     }
+    print(format_row(rep, rep.rows.back()) + format_footer(rep));
     agreed(ctl, [&] {
       if (ctl.rank() == 0 && !a.json_path.empty())
         write_json_atomic(a.json_path, report_json(rep, a, s.transport->name(), s.transport->version(),
@@ -371,14 +387,30 @@ int verify_execute_main(const RunArgs& a) {
   return guarded(a, [&](Session& s) -> int {
     Control& ctl = s.ctl;
     Executor& ex = *s.exec;
+    const bool rank0 = ctl.rank() == 0;
+    auto say = [&](const std::string& text) {
+      if (!rank0) return;
+      std::fputs(text.c_str(), stdout);
+      std::fflush(stdout);
+    };
+    say("# reshard verify --execute\n#  plan: " + a.plan_path + "  fingerprint: " + s.plan.fingerprint +
+        "  model: " + s.plan.model_name + "  world: " + std::to_string(ctl.size()) +
+        "  transport: " + s.transport->name() + "\n");
+    Progress progress(rank0);
     ex.fill_sources();
     ex.poison_destinations();
     if (s.fault) s.fault->arm();
-    ex.run(Algo::Reshard);
+    progress.show("reshard", 0, 2, 0);
+    const double t_plan = timed(ctl, [&] { ex.run(Algo::Reshard); });
     std::vector<int64_t> wrong_plan = ex.count_wrong();
     ex.snapshot_destinations();
     ex.poison_destinations();
-    ex.run(Algo::Golden);
+    progress.clear();
+    say("#  plan (reshard) ran in " + std::to_string(t_plan * 1e3) + " ms\n");
+    progress.show("golden", 1, 2, 0);
+    const double t_golden = timed(ctl, [&] { ex.run(Algo::Golden); });
+    progress.clear();
+    say("#  golden ran in " + std::to_string(t_golden * 1e3) + " ms; comparing\n");
     std::vector<int64_t> wrong_golden = ex.count_wrong();
     std::vector<int64_t> diff = ex.count_different_from_snapshot();
     // Per rank and param mismatches travel to rank 0 as text lines (capped).
@@ -416,9 +448,6 @@ int verify_execute_main(const RunArgs& a) {
         if (speaks) lines += ctl.broadcast(mine, r);
       }
     if (ctl.rank() == 0) {
-      std::printf("# reshard verify --execute\n#  plan: %s  fingerprint: %s  model: %s  world: %d  transport: %s\n",
-                  a.plan_path.c_str(), s.plan.fingerprint.c_str(), s.plan.model_name.c_str(), ctl.size(),
-                  s.transport->name().c_str());
       std::printf("#  compared %lld destination bytes over %d gen ranks: plan vs golden %lld differ; "
                   "#wrong vs pattern: plan %lld, golden %lld\n",
                   static_cast<long long>(compared_total), s.plan.gen_world(), static_cast<long long>(diff_total),

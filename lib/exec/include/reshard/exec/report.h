@@ -5,7 +5,8 @@
 //              avg/min over the timed iterations. Phase rows time the phase alone; `total` runs all
 //              phases at once (streams interleaved) and is the row that --check verifies.
 //   algbw      bytes / time (GB/s = 1e9 B/s)
-//   busbw      busiest rank's bytes (max over ranks of max(sent, received)) / time
+//   busiest    busiest rank's bytes (max over ranks of max(sent, received)) / time: not nccl-tests'
+//              busbw (for broadcast and send/recv that equals algbw), the per-rank rate the slowest link saw
 //   lb_bytes   the plan's lower bound: max over ranks of the bytes a rank must move at least
 //   plan_eff   lb_bytes / busiest bytes (1.0: no rank moves more than it must)
 // GPU transports add the ceiling measured in the same run (ceiling.h, docs/gpu.md):
@@ -63,9 +64,19 @@ struct RunReport {
 // memory): status "error", the exit code and the message, beside the arguments and the build.
 nlohmann::json error_json(const RunArgs& a, int exit_code, const std::string& message);
 
-// Collective: reduces traffic, wrong counts and times; `times[phase][iter]` already max over ranks.
-RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo,
-                      const std::vector<std::vector<double>>& times, bool check);
+// Collective: the rows (phases..., total) with bytes, the busiest rank's traffic and the lower
+// bounds; times (set_samples) and wrong bytes (add_wrong) come as the run goes.
+RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo);
+// The row (index into rows, not the total) param `param` belongs to: its train PP stage, or misc.
+int row_of(const Plan& plan, uint32_t param);
+// A row's timed iterations (seconds, each the max over ranks): samples, avg, min, max.
+void set_samples(PhaseRow& row, const std::vector<double>& seconds);
+// Collective: the destinations' wrong bytes per param, summed into the rows and the total.
+void add_wrong(Control& ctl, RunReport& rep, Executor& ex);
+// The table, piece by piece (printed as the run goes), or whole.
+std::string format_header(const RunReport& r, const RunArgs& a, const std::string& transport_line);
+std::string format_row(const RunReport& r, const PhaseRow& row);
+std::string format_footer(const RunReport& r);
 std::string format_report(const RunReport& r, const RunArgs& a, const std::string& transport_line);
 nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::string& transport,
                            const std::string& transport_version, const std::string& mpi_library, int world);
