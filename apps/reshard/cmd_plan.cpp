@@ -100,12 +100,12 @@ int run_plan(const PlanArgs& a) {
   if (!a.system.empty()) {
     if (any_flag)
       problems.add(
-          "--system cannot be combined with --train-gpus/--train/--gen-gpus/--gen (give one or the other)");
+          "--parallelism/--system cannot be combined with --train-gpus/--train/--gen-gpus/--gen (give one or the other)");
     check(problems, [&] { sys = load_system_json(a.system); });
   } else {
     SystemConfig s;
-    if (a.train_gpus.empty()) problems.add("--train-gpus is required (or --system FILE)");
-    if (a.gen_gpus.empty()) problems.add("--gen-gpus is required (or --system FILE)");
+    if (a.train_gpus.empty()) problems.add("--train-gpus is required (or --parallelism FILE)");
+    if (a.gen_gpus.empty()) problems.add("--gen-gpus is required (or --parallelism FILE)");
     if (!a.train_gpus.empty())
       check(problems, [&] {
         s.train.num_gpus = static_cast<int>(parse_integer(a.train_gpus, "--train-gpus", 1, INT32_MAX));
@@ -258,8 +258,8 @@ void add_plan_command(CLI::App& app, Action& action) {
       app.add_subcommand("plan", "Plan a reshard: model metadata + train/gen parallelism -> plan file");
   cmd->add_option("--model", args->model, "Model metadata JSON, .safetensors or .safetensors.index.json")
       ->required();
-  cmd->add_option("--system", args->system,
-                  "NCCL M2N reshard_model_bench system JSON (instead of the flags below)");
+  cmd->add_option("--parallelism,--system", args->system,
+                  "Parallelism file: NCCL M2N reshard_model_bench system JSON (instead of the flags below)");
   cmd->add_option("--train-gpus", args->train_gpus, "Number of training GPUs");
   cmd->add_option("--train", args->train,
                   "Train parallelism, e.g. tp=1,pp=2,ep=8,etp=1,cp=1 (dp derived; etp defaults to tp as in "

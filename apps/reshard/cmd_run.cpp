@@ -9,7 +9,7 @@ namespace reshard::cli {
 void add_run_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("run", "Execute a plan under mpirun (mpirun -np TRAIN+GEN reshard run --plan PLAN)");
   auto flags = std::make_shared<ExecFlags>();
-  cmd->add_option("--plan", flags->args.plan_path, "Plan file (JSON or CBOR) from `reshard plan`")->required();
+  cmd->add_option("plan,--plan", flags->args.plan_path, "Plan file (JSON or CBOR) from `reshard plan`")->required();
   cmd->add_option("--algo", flags->args.algo, "reshard (the plan) or golden (broadcast every shard whole)")
       ->check(CLI::IsMember({"reshard", "golden"}))
       ->capture_default_str();

@@ -115,8 +115,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = app.add_subcommand("simulate", "Predict a plan's time on a system (alpha-beta model, no GPU needed)");
   cmd->add_option("plan", args->plan, "Plan file (JSON or CBOR)")->required();
-  cmd->add_option("--system", args->system,
-                  "System preset: h100-nvl8-ib400 (default), h200-nvl8-ib400, gb200-nvl72, cpu-mpi-local, "
+  cmd->add_option("--preset,--system", args->system,
+                  "Hardware preset: h100-nvl8-ib400 (default), h200-nvl8-ib400, gb200-nvl72, cpu-mpi-local, "
                   "h200-shared-1gpu, h200-shared-1gpu-mps");
   cmd->add_option("--gpus-per-node", args->gpus_per_node, "Ranks per NVLink domain (rank / N = domain)");
   cmd->add_option("--nvlink-gbps", args->nvlink_gbps, "NVLink GB/s (1e9 B/s) per direction per GPU");

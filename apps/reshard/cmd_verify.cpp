@@ -38,7 +38,7 @@ void add_verify_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<ExecFlags>();
   auto execute = std::make_shared<bool>(false);
   auto max_listed = std::make_shared<size_t>(50);
-  cmd->add_option("plan", flags->args.plan_path, "Plan file (JSON or CBOR)")->required();
+  cmd->add_option("plan,--plan", flags->args.plan_path, "Plan file (JSON or CBOR)")->required();
   cmd->add_flag("--execute", *execute, "Run plan and golden under mpirun and compare destinations byte for byte");
   cmd->add_option("--max-problems", *max_listed, "Problems listed at most (static verify)");
   add_exec_flags(*cmd, *flags);

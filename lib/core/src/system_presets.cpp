@@ -118,7 +118,7 @@ SystemModel find_system_preset(const std::string& name) {
     if (m.name == name) return m;
     known += (known.empty() ? "" : ", ") + m.name;
   }
-  throw config_error("--system: unknown system preset '" + name + "' (known: " + known + ")");
+  throw config_error("--preset: unknown system preset '" + name + "' (known: " + known + ")");
 }
 
 }  // namespace reshard
