@@ -81,69 +81,51 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
     landing_layout_[a] = layout_landings(ops_[a], storages_.landings, options_.staging_bytes);
     pool = std::max(pool, landing_layout_[a].pool_bytes);
   }
-  try {
-    for (const LocalStorage& s : storages_.src) {
-      src_buf_.push_back(memory_.alloc(s.bytes()));
-      src_scale_buf_.push_back(s.block_fp8 ? memory_.alloc(s.scale_bytes()) : nullptr);
-    }
-    for (const LocalStorage& s : storages_.dst) {
-      dst_buf_.push_back(memory_.alloc(s.bytes()));
-      dst_scale_buf_.push_back(s.mxfp8() ? memory_.alloc(s.scale_bytes()) : nullptr);
-    }
-    staging_size_ = std::min(want, options_.staging_bytes);
-    if (staging_size_ > 0) staging_ = memory_.alloc(staging_size_);
-    landing_size_ = pool;
-    if (landing_size_ > 0) landing_ = memory_.alloc(landing_size_);
-    // Touched once here, so that no timed run pays their first-use page faults.
-    if (staging_) memory_.memset(staging_, 0, staging_size_);
-    if (landing_) memory_.memset(landing_, 0, landing_size_);
-    memory_.sync(-1);
-  } catch (...) {
-    for (void* p : src_buf_) memory_.free(p);
-    for (void* p : src_scale_buf_) memory_.free(p);
-    for (void* p : dst_buf_) memory_.free(p);
-    for (void* p : dst_scale_buf_) memory_.free(p);
-    if (staging_) memory_.free(staging_);
-    throw;
+  for (const LocalStorage& s : storages_.src) {
+    src_buf_.emplace_back(memory_, s.bytes());
+    src_scale_buf_.push_back(s.block_fp8 ? Block(memory_, s.scale_bytes()) : Block());
   }
+  for (const LocalStorage& s : storages_.dst) {
+    dst_buf_.emplace_back(memory_, s.bytes());
+    dst_scale_buf_.push_back(s.mxfp8() ? Block(memory_, s.scale_bytes()) : Block());
+  }
+  staging_size_ = std::min(want, options_.staging_bytes);
+  if (staging_size_ > 0) staging_ = Block(memory_, staging_size_);
+  landing_size_ = pool;
+  if (landing_size_ > 0) landing_ = Block(memory_, landing_size_);
+  // Touched once here, so that no timed run pays their first-use page faults.
+  if (staging_) memory_.memset(staging_.get(), 0, staging_size_);
+  if (landing_) memory_.memset(landing_.get(), 0, landing_size_);
+  memory_.sync(-1);
 }
 
-Executor::~Executor() {
-  for (void* p : src_buf_) memory_.free(p);
-  for (void* p : src_scale_buf_) memory_.free(p);
-  for (void* p : dst_buf_) memory_.free(p);
-  for (void* p : snapshot_) memory_.free(p);
-  for (void* p : dst_scale_buf_) memory_.free(p);
-  for (void* p : snapshot_scale_) memory_.free(p);
-  if (staging_) memory_.free(staging_);
-  if (landing_) memory_.free(landing_);
-}
+Executor::~Executor() = default;
 
 void Executor::fill_sources() {
   for (size_t i = 0; i < storages_.src.size(); ++i) {
     const LocalStorage& s = storages_.src[i];
-    for (const StorageMember& m : s.members) memory_.fill_pattern(src_buf_[i], region(plan_, s, m, true));
+    for (const StorageMember& m : s.members) memory_.fill_pattern(src_buf_[i].get(), region(plan_, s, m, true));
     if (!s.block_fp8) continue;
     const StorageMember& m = s.members.at(0);
     std::vector<float> scales(static_cast<size_t>(s.scale_shape.product()));
     host_fill_block_scales(scales.data(), plan_.params[m.param].shape, m.box,
                            block_scale_seed(param_seed(plan_.params[m.param].name)));
-    memory_.upload(src_scale_buf_[i], scales.data(), s.scale_bytes());
+    memory_.upload(src_scale_buf_[i].get(), scales.data(), s.scale_bytes());
   }
   memory_.sync(-1);
 }
 
 void Executor::poison_destinations() {
   for (size_t i = 0; i < storages_.dst.size(); ++i) {
-    memory_.memset(dst_buf_[i], kPoisonByte, storages_.dst[i].bytes());
-    if (dst_scale_buf_[i]) memory_.memset(dst_scale_buf_[i], kPoisonByte, storages_.dst[i].scale_bytes());
+    memory_.memset(dst_buf_[i].get(), kPoisonByte, storages_.dst[i].bytes());
+    if (dst_scale_buf_[i]) memory_.memset(dst_scale_buf_[i].get(), kPoisonByte, storages_.dst[i].scale_bytes());
   }
   memory_.sync(-1);
 }
 
 void* Executor::storage_base(const Op& op, const Piece& p) const {
-  if (p.landing >= 0) return static_cast<uint8_t*>(landing_) + landing_at_[p.landing];
-  return op.src_side ? src_buf_[p.storage] : dst_buf_[p.storage];
+  if (p.landing >= 0) return static_cast<uint8_t*>(landing_.get()) + landing_at_[p.landing];
+  return op.src_side ? src_buf_[p.storage].get() : dst_buf_[p.storage].get();
 }
 
 void* Executor::storage_ptr(const Op& op, const Piece& p) const {
@@ -175,8 +157,8 @@ void Executor::open_landings(const Op& op, Algo algo, BatchWindow& window) {
     const Landing& land = storages_.landings[l];
     if (!land.src_side || land.by_box) continue;
     const StorageMember& m = storages_.src[land.storage].members[land.member];
-    memory_.dequant_block_fp8(src_buf_[land.storage], src_scale_buf_[land.storage], m.box,
-                              Box{Dims::zeros(m.box.extent.n), m.box.extent}, static_cast<uint8_t*>(landing_) + at,
+    memory_.dequant_block_fp8(src_buf_[land.storage].get(), src_scale_buf_[land.storage].get(), m.box,
+                              Box{Dims::zeros(m.box.extent.n), m.box.extent}, static_cast<uint8_t*>(landing_.get()) + at,
                               op.stream);
   }
 }
@@ -188,8 +170,8 @@ void Executor::dequant_boxes(const Op& op) {
     if (p.landing < 0 || !storages_.landings[p.landing].by_box) continue;
     const Landing& land = storages_.landings[p.landing];
     const StorageMember& m = storages_.src[land.storage].members[land.member];
-    memory_.dequant_block_fp8(src_buf_[land.storage], src_scale_buf_[land.storage], m.box,
-                              Box{p.storage_offset, p.extent}, static_cast<uint8_t*>(landing_) + landing_at_[p.landing],
+    memory_.dequant_block_fp8(src_buf_[land.storage].get(), src_scale_buf_[land.storage].get(), m.box,
+                              Box{p.storage_offset, p.extent}, static_cast<uint8_t*>(landing_.get()) + landing_at_[p.landing],
                               op.stream);
   }
 }
@@ -201,8 +183,8 @@ void Executor::close_landing(int l, int stream) {
   if (!land.src_side) {
     const LocalStorage& s = storages_.dst[land.storage];
     const StorageMember& m = s.members[land.member];
-    memory_.quantize_mxfp8(static_cast<uint8_t*>(landing_) + landing_at_[l], m.box.extent, dst_buf_[land.storage],
-                           dst_scale_buf_[land.storage], s.shape, m.offset, stream);
+    memory_.quantize_mxfp8(static_cast<uint8_t*>(landing_.get()) + landing_at_[l], m.box.extent, dst_buf_[land.storage].get(),
+                           dst_scale_buf_[land.storage].get(), s.shape, m.offset, stream);
   }
   landing_at_[l] = -1;
   open_landings_.erase(std::find(open_landings_.begin(), open_landings_.end(), l));
@@ -258,7 +240,7 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
       if (staged == 0) {
         wire = storage_ptr(*op, op->pieces[0]);
       } else {
-        wire = static_cast<uint8_t*>(staging_) + step.staging_at;
+        wire = static_cast<uint8_t*>(staging_.get()) + step.staging_at;
       }
       if (sends && staged > 0)
         for (const Piece& p : op->pieces)
@@ -357,7 +339,7 @@ std::vector<int64_t> Executor::count_wrong() {
       continue;
     }
     for (const StorageMember& m : storages_.dst[i].members)
-      wrong[m.param] += memory_.count_wrong(dst_buf_[i], region(plan_, storages_.dst[i], m, false));
+      wrong[m.param] += memory_.count_wrong(dst_buf_[i].get(), region(plan_, storages_.dst[i], m, false));
   }
   return wrong;
 }
@@ -368,8 +350,8 @@ int64_t Executor::count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong)
   const LocalStorage& s = storages_.dst[storage];
   std::vector<uint8_t> values(static_cast<size_t>(s.bytes())), scales(static_cast<size_t>(s.scale_bytes()));
   memory_.sync(-1);
-  memory_.download(values.data(), dst_buf_[storage], s.bytes());
-  memory_.download(scales.data(), dst_scale_buf_[storage], s.scale_bytes());
+  memory_.download(values.data(), dst_buf_[storage].get(), s.bytes());
+  memory_.download(scales.data(), dst_scale_buf_[storage].get(), s.scale_bytes());
   int64_t total = 0;
   for (const StorageMember& m : s.members) {
     const ParamPlan& p = plan_.params[m.param];
@@ -398,13 +380,13 @@ int64_t Executor::count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong)
 void Executor::snapshot_destinations() {
   if (!snapshot_taken_)
     for (const LocalStorage& s : storages_.dst) {
-      snapshot_.push_back(memory_.alloc(s.bytes()));
-      snapshot_scale_.push_back(s.mxfp8() ? memory_.alloc(s.scale_bytes()) : nullptr);
+      snapshot_.emplace_back(memory_, s.bytes());
+      snapshot_scale_.push_back(s.mxfp8() ? Block(memory_, s.scale_bytes()) : Block());
     }
   snapshot_taken_ = true;
   for (size_t i = 0; i < storages_.dst.size(); ++i) {
-    memory_.copy_bytes(snapshot_[i], dst_buf_[i], storages_.dst[i].bytes());
-    if (snapshot_scale_[i]) memory_.copy_bytes(snapshot_scale_[i], dst_scale_buf_[i], storages_.dst[i].scale_bytes());
+    memory_.copy_bytes(snapshot_[i].get(), dst_buf_[i].get(), storages_.dst[i].bytes());
+    if (snapshot_scale_[i]) memory_.copy_bytes(snapshot_scale_[i].get(), dst_scale_buf_[i].get(), storages_.dst[i].scale_bytes());
   }
   memory_.sync(-1);
 }
@@ -415,12 +397,12 @@ std::vector<int64_t> Executor::count_different_from_snapshot() {
   for (size_t i = 0; i < storages_.dst.size(); ++i) {
     const LocalStorage& s = storages_.dst[i];
     for (const StorageMember& m : s.members) {
-      diff[m.param] += memory_.count_different(snapshot_[i], dst_buf_[i], s.shape, m.offset, m.box.extent,
+      diff[m.param] += memory_.count_different(snapshot_[i].get(), dst_buf_[i].get(), s.shape, m.offset, m.box.extent,
                                                s.mxfp8() ? 1 : dtype_size(plan_.params[m.param].dtype));
       if (!s.mxfp8()) continue;
       Dims offset = m.offset;
       offset[offset.n - 1] /= kMxBlock;
-      diff[m.param] += memory_.count_different(snapshot_scale_[i], dst_scale_buf_[i], s.scale_shape, offset,
+      diff[m.param] += memory_.count_different(snapshot_scale_[i].get(), dst_scale_buf_[i].get(), s.scale_shape, offset,
                                                mxfp8_scale_shape(m.box.extent), 1);
     }
   }

@@ -88,18 +88,18 @@ class Executor {
   BatchPolicy options_;
   bool boxes_ = false;  // the transport moves pieces between storages itself (Transport::supports_boxes)
   RankStorages storages_;
-  std::vector<void*> src_buf_, dst_buf_, snapshot_;
-  std::vector<void*> dst_scale_buf_, snapshot_scale_;  // MXFP8 storages' E8M0 scales (nullptr: none)
-  std::vector<void*> src_scale_buf_;                   // block-FP8 sources' float32 scales (nullptr: none)
+  std::vector<Block> src_buf_, dst_buf_, snapshot_;
+  std::vector<Block> dst_scale_buf_, snapshot_scale_;  // MXFP8 storages' E8M0 scales (empty: none)
+  std::vector<Block> src_scale_buf_;                   // block-FP8 sources' float32 scales (empty: none)
   // Landing pool; per algorithm where each landing sits (landing_layout.h); per landing its offset
   // while open (-1: closed) and the ops of the running op list still to complete; the open ones.
-  void* landing_ = nullptr;
+  Block landing_;
   int64_t landing_size_ = 0;
   LandingLayout landing_layout_[2];
   std::vector<int64_t> landing_at_, landing_pending_;
   std::vector<int> open_landings_;
   std::vector<Op> ops_[2];  // by Algo
-  void* staging_ = nullptr;
+  Block staging_;
   int64_t staging_size_ = 0;
   int64_t batches_ = 0;
   std::unique_ptr<Batch> open_;       // ops posted, not yet flushed

@@ -72,6 +72,37 @@ class Memory {
   int64_t current_ = 0, peak_ = 0;
 };
 
+// One allocation of a Memory, freed when it goes (move-only); empty when default-made. The Memory
+// must outlive it.
+class Block {
+ public:
+  Block() = default;
+  Block(Memory& memory, int64_t bytes) : memory_(&memory), p_(memory.alloc(bytes)) {}
+  ~Block() { reset(); }
+  Block(Block&& o) noexcept : memory_(o.memory_), p_(o.p_) { o.p_ = nullptr; }
+  Block& operator=(Block&& o) noexcept {
+    if (this != &o) {
+      reset();
+      memory_ = o.memory_;
+      p_ = o.p_;
+      o.p_ = nullptr;
+    }
+    return *this;
+  }
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  void* get() const { return p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  void reset() {
+    if (p_ != nullptr) memory_->free(p_);
+    p_ = nullptr;
+  }
+
+ private:
+  Memory* memory_ = nullptr;
+  void* p_ = nullptr;
+};
+
 // Host memory: 64-byte aligned blocks, synchronous operations (host_region_ops.h kernels).
 std::unique_ptr<Memory> make_host_memory();
 
