@@ -24,6 +24,10 @@ inline void add_exec_flags(CLI::App& cmd, ExecFlags& f) {
                  "Seconds a rank waits for another (dead or hung?) without progress before every rank stops "
                  "with an error naming it")
       ->capture_default_str();
+  cmd.add_option("--ipc-mode", f.args.ipc_mode,
+                 "cuda-ipc: who copies, push (the sender, the default) or pull (the receiver); overrides "
+                 "RESHARD_CUDA_IPC_MODE")
+      ->check(CLI::IsMember({"push", "pull"}));
   add_batch_flags(cmd, f.batch);
 }
 

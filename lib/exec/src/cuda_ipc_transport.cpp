@@ -34,7 +34,8 @@
 // lowest unfinished op is posted by all its ranks and completes. Each description carries its byte
 // count, group, owner and wire shape, and a mismatch is an error, as are pieces that do not cover
 // what a receiver keeps.
-// Knobs that must be the same on every rank (checked at setup): RESHARD_CUDA_IPC_MODE=push|pull;
+// Settings (cuda_ipc_settings.h: resolved once, echoed in the run's header). Knobs that must be the
+// same on every rank (checked at setup): the mode, `run --ipc-mode push|pull`, else RESHARD_CUDA_IPC_MODE;
 // RESHARD_CUDA_IPC_BOXES=0 turns box ops off, so the executor packs into staging as for the other
 // transports (for measuring what box ops save). Copier-side knobs (may differ between ranks; for
 // measuring): RESHARD_CUDA_IPC_BATCH=0 issues one cuda_copy_box per overlap; RESHARD_CUDA_IPC_MEMCPY_MIN
@@ -64,6 +65,7 @@
 #include "reshard/exec/cuda_region_ops.h"
 #include "reshard/exec/mpi_check.h"
 #include "reshard/exec/transport.h"
+#include "cuda_ipc_settings.h"
 #include "transports.h"
 
 namespace reshard {
@@ -136,23 +138,6 @@ int64_t elements(const std::vector<P>& pieces) {
   return n;
 }
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
-}
-
-// A byte-count knob (digits only); `fallback` when unset.
-int64_t env_bytes(const char* name, int64_t fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return fallback;
-  const std::string s(v);
-  errno = 0;
-  const long long n = std::strtoll(s.c_str(), nullptr, 10);
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || errno != 0)
-    throw config_error(std::string(name) + "='" + s + "': expected a byte count (digits only)");
-  return n;
-}
-
 // Orders push copies by everything but their destination: copies that compare equal read the same
 // source box into tensors of one shape at one offset, so they merge into one fan-out. (A sort, not a
 // map keyed by vectors: a misc bucket's root merges ~1000 copies per step, on its critical path.)
@@ -182,11 +167,12 @@ class CudaIpcTransport final : public Transport {
  public:
   CudaIpcTransport(Control& control, const TransportOptions& options)
       : options_(options),
-        batch_enabled_(env("RESHARD_CUDA_IPC_BATCH") != "0"),
-        batch_(env_bytes("RESHARD_CUDA_IPC_MEMCPY_MIN", CudaBatchCopy::kDefaultMemcpyMinBytes)),
-        launch_chunk_(env_bytes("RESHARD_CUDA_IPC_LAUNCH_BYTES", kDefaultLaunchChunkBytes)),
+        settings_(CudaIpcSettings::resolve(options.ipc_mode, CudaBatchCopy::kDefaultMemcpyMinBytes)),
+        batch_enabled_(settings_.batch),
+        batch_(settings_.memcpy_min),
+        launch_chunk_(settings_.launch_bytes),
         out_(std::make_unique<std::deque<Outgoing>>()),
-        trace_path_(env("RESHARD_CUDA_IPC_TRACE")) {
+        trace_path_(settings_.trace) {
     MPI_Comm parent = *static_cast<MPI_Comm*>(control.native_comm());
     RESHARD_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
     RESHARD_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -194,16 +180,16 @@ class CudaIpcTransport final : public Transport {
     RESHARD_MPI_CHECK(MPI_Comm_size(comm_, &size_));
     // Both ends of an op must agree on box ops and on who copies: every rank takes part in both checks
     // before any can fail alone (a rank throwing early would leave the others in the collective).
-    const std::string mode = env("RESHARD_CUDA_IPC_MODE");
-    const int mode_code = mode == "pull" ? 0 : mode.empty() || mode == "push" ? 1 : -1;
-    boxes_ = env("RESHARD_CUDA_IPC_BOXES") != "0";
+    boxes_ = settings_.boxes;
+    push_ = settings_.push;
+    const int mode_code = !settings_.mode_error.empty() ? -1 : push_ ? 1 : 0;
     const bool same_boxes = same_on_every_rank(boxes_ ? 1 : 0), same_mode = same_on_every_rank(mode_code);
-    if (mode_code < 0) throw config_error("RESHARD_CUDA_IPC_MODE='" + mode + "': expected push (the default) or pull");
+    if (mode_code < 0) throw config_error(settings_.mode_error);
     if (!same_boxes)
       throw config_error("RESHARD_CUDA_IPC_BOXES differs between ranks: set it for all (mpirun -x) or none");
     if (!same_mode)
-      throw config_error("RESHARD_CUDA_IPC_MODE differs between ranks: set it for all (mpirun -x) or none");
-    push_ = mode_code == 1;
+      throw config_error("the cuda-ipc mode (--ipc-mode, else RESHARD_CUDA_IPC_MODE) differs between ranks: give "
+                         "every rank the same (mpirun -x for the variable)");
     ctx_ = std::make_shared<CudaContext>(control, "cuda-ipc");
     if (ctx_->local_size != size_)
       throw config_error("--transport cuda-ipc needs every rank on one node, but " + ctx_->host + " runs " +
@@ -236,6 +222,7 @@ class CudaIpcTransport final : public Transport {
     return "CUDA runtime " + cuda_version(ctx_->runtime_version) + ", driver " + cuda_version(ctx_->driver_version);
   }
   std::string mode() const override { return push_ ? "push" : "pull"; }
+  std::string settings() const override { return settings_.describe(); }
   MemoryKind memory_kind() const override { return MemoryKind::Device; }
   int64_t max_message_bytes() const override { return int64_t{1} << 40; }
   std::shared_ptr<CudaContext> cuda_context() const override { return ctx_; }
@@ -801,6 +788,7 @@ class CudaIpcTransport final : public Transport {
   }
 
   TransportOptions options_;
+  CudaIpcSettings settings_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   bool boxes_ = true;

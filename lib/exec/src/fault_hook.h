@@ -53,6 +53,8 @@ class FaultTransport final : public Transport {
   int64_t max_message_bytes() const override { return inner_->max_message_bytes(); }
   std::shared_ptr<CudaContext> cuda_context() const override { return inner_->cuda_context(); }
   std::string device() const override { return inner_->device(); }
+  std::string mode() const override { return inner_->mode(); }
+  std::string settings() const override { return inner_->settings(); }
 
  private:
   void before_op();  // fires the fault when this op would be number after_ops + 1

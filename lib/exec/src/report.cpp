@@ -135,6 +135,7 @@ std::string format_header(const RunReport& r, const RunArgs& a, const std::strin
   line("#  train: %s\n#  gen:   %s\n", par(plan.system.train).c_str(), par(plan.system.gen).c_str());
   line("#  world: %d  transport: %s\n", plan.world(), transport_line.c_str());
   if (!r.device.empty()) line("#  device: %s (rank 0)\n", r.device.c_str());
+  if (!r.transport_settings.empty()) line("#  transport settings: %s\n", r.transport_settings.c_str());
   line("#  algo: %s  iters: %d  warmup: %d  streams: %d  batch: %lld ops / %s  window: %d  staging: %s  check: %s\n",
        to_string(r.algo), a.iters, a.warmup, a.exec.streams, static_cast<long long>(a.exec.batch_ops),
        human_bytes(a.exec.batch_bytes).c_str(), a.exec.window, human_bytes(a.exec.staging_bytes).c_str(),
@@ -313,6 +314,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
          {"first_bad_rank", r.first_bad_rank}};
   if (!r.device.empty()) j["versions"]["device"] = r.device;
   if (!r.transport_mode.empty()) j["transport_mode"] = r.transport_mode;
+  if (!r.transport_settings.empty()) j["transport_settings"] = r.transport_settings;
   if (r.rows.back().has_ceiling()) {
     j["ceiling_gbps"] = r.rows.back().ceiling_gbps();
     j["ceiling_kind"] = r.ceiling_kind;

@@ -180,7 +180,7 @@ struct Session {
       for (const std::string& p : v.problems) what += "\n  - " + p;
       throw config_error(what);
     });
-    agreed(ctl, [&] { transport = make_transport(a.transport, ctl, TransportOptions{a.timeout_s}); });
+    agreed(ctl, [&] { transport = make_transport(a.transport, ctl, TransportOptions{a.timeout_s, a.ipc_mode}); });
     if (fault_spec) {
       auto wrapped = std::make_unique<FaultTransport>(std::move(transport), *fault_spec, ctl.rank());
       fault = wrapped.get();
@@ -325,6 +325,7 @@ int run_main(const RunArgs& a) {
     RunReport rep = make_report(ctl, s.plan, ex, algo);
     rep.hosts = host_names(ctl);
     rep.transport_mode = s.transport->mode();
+    rep.transport_settings = s.transport->settings();
     rep.peak_bytes = ctl.gather(s.memory->peak_bytes());  // the executor's; before the ceiling's scratch blocks
     // The ceiling first, so that every row is complete when it is printed.
     if (s.memory->kind() == MemoryKind::Device) {

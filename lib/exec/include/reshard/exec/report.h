@@ -56,6 +56,7 @@ struct RunReport {
   std::vector<int64_t> peak_bytes;  // per rank (rank 0 only)
   std::string device;               // GPU transports: rank 0's device, in words
   std::string transport_mode;       // Transport::mode() ("" where the transport has none)
+  std::string transport_settings;   // Transport::settings() ("" where none)
   std::string ceiling_kind;         // GPU transports: "copy" or "sendrecv" (ceiling.h)
   std::vector<std::string> hosts;   // distinct host names of the ranks, in rank order
 };

@@ -22,6 +22,7 @@ struct RunArgs {
   std::string json_path;
   bool force = false;
   double timeout_s = 300;  // any wait for another rank without progress this long ends the run (all ranks, non-zero)
+  std::string ipc_mode;    // cuda-ipc push|pull ("" : RESHARD_CUDA_IPC_MODE, else push)
   BatchPolicy exec;
   std::string command_line;  // echoed into the JSON
 };

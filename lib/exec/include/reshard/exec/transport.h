@@ -39,6 +39,7 @@ struct TransportOptions {
   // peer): MPI prints the peers it waited for and aborts the world; the GPU transports throw a runtime
   // error (NCCL aborts its communicators) and the runner aborts the world.
   double timeout_s = 300;
+  std::string ipc_mode;  // cuda-ipc: "push" or "pull" from `--ipc-mode`; "" leaves it to the environment
 };
 
 class Transport {
@@ -81,6 +82,8 @@ class Transport {
   virtual std::string device() const { return ""; }
   // How it moves bytes where it has a choice ("" where not): cuda-ipc "push" or "pull".
   virtual std::string mode() const { return ""; }
+  // Every setting that shapes how it moves bytes, in words, for the run's header ("" where none).
+  virtual std::string settings() const { return ""; }
   // Every rank has a GPU of its own and bytes cross links between GPUs (NCCL); false where ranks may
   // share a device or run on the host. Decides which ceiling a run is measured against (ceiling.h).
   virtual bool one_rank_per_device() const { return false; }
