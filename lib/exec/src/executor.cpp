@@ -1,43 +1,12 @@
-// The executor's batch loop (see executor.h for the batching rules and why they cannot deadlock).
+// The executor's allocation and batch loop (see executor.h for the batching rules and why they cannot
+// deadlock); its landings are in executor_landings.cpp, its checks in executor_check.cpp.
 #include "reshard/exec/executor.h"
 
 #include <algorithm>
 
 #include "reshard/core/error.h"
-#include "reshard/core/fp8_block.h"
-#include "reshard/core/mxfp8.h"
-#include "reshard/core/pattern.h"
 
 namespace reshard {
-namespace {
-
-
-// What a destination holds of param p at global box (global_offset, extent), placed at storage_offset
-// of a tensor of storage_shape: the param's pattern in its dtype, or for a block-FP8-trained param the
-// BF16 its sources dequantized (RegionSpec::dequant).
-RegionSpec destination_region(const ParamPlan& p, const Dims& storage_shape, const Dims& storage_offset,
-                              const Dims& extent, const Dims& global_offset) {
-  RegionSpec r{storage_shape, storage_offset, extent,       p.shape, global_offset, dtype_size(p.dtype),
-               param_seed(p.name), p.dtype == DType::F8_E4M3};
-  if (p.src_dequant) {
-    r.dequant = true;
-    r.scale_seed = block_scale_seed(r.seed);
-  }
-  return r;
-}
-
-// A storage member's pattern region: on sources in the storage's own element type (e4m3 for
-// block-FP8), on destinations what they must hold.
-RegionSpec region(const Plan& plan, const LocalStorage& s, const StorageMember& m, bool src) {
-  const ParamPlan& p = plan.params[m.param];
-  if (!src) return destination_region(p, s.shape, m.offset, m.box.extent, m.box.offset);
-  return RegionSpec{s.shape,          m.offset,           m.box.extent,
-                    p.shape,          m.box.offset,       dtype_size(s.dtype),
-                    param_seed(p.name), s.dtype == DType::F8_E4M3};
-}
-
-
-}  // namespace
 
 
 struct Executor::Batch {
@@ -101,28 +70,6 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
 
 Executor::~Executor() = default;
 
-void Executor::fill_sources() {
-  for (size_t i = 0; i < storages_.src.size(); ++i) {
-    const LocalStorage& s = storages_.src[i];
-    for (const StorageMember& m : s.members) memory_.fill_pattern(src_buf_[i].get(), region(plan_, s, m, true));
-    if (!s.block_fp8) continue;
-    const StorageMember& m = s.members.at(0);
-    std::vector<float> scales(static_cast<size_t>(s.scale_shape.product()));
-    host_fill_block_scales(scales.data(), plan_.params[m.param].shape, m.box,
-                           block_scale_seed(param_seed(plan_.params[m.param].name)));
-    memory_.upload(src_scale_buf_[i].get(), scales.data(), s.scale_bytes());
-  }
-  memory_.sync(-1);
-}
-
-void Executor::poison_destinations() {
-  for (size_t i = 0; i < storages_.dst.size(); ++i) {
-    memory_.memset(dst_buf_[i].get(), kPoisonByte, storages_.dst[i].bytes());
-    if (dst_scale_buf_[i]) memory_.memset(dst_scale_buf_[i].get(), kPoisonByte, storages_.dst[i].scale_bytes());
-  }
-  memory_.sync(-1);
-}
-
 void* Executor::storage_base(const Op& op, const Piece& p) const {
   if (p.landing >= 0) return static_cast<uint8_t*>(landing_.get()) + landing_at_[p.landing];
   return op.src_side ? src_buf_[p.storage].get() : dst_buf_[p.storage].get();
@@ -130,64 +77,6 @@ void* Executor::storage_base(const Op& op, const Piece& p) const {
 
 void* Executor::storage_ptr(const Op& op, const Piece& p) const {
   return static_cast<uint8_t*>(storage_base(op, p)) + linear_index(p.storage_offset, p.storage_shape) * op.elem_size;
-}
-
-// Opens the landings of `op` that are closed, at their place in the layout of `algo`: when a landing
-// still open is in the way (its last op is in this batch), the batch ends first and frees it.
-// Block-FP8 sources are dequantized into theirs on the op's stream (before the op's copies and sends).
-void Executor::open_landings(const Op& op, Algo algo, BatchWindow& window) {
-  const LandingLayout& layout = landing_layout_[static_cast<int>(algo)];
-  for (int l : landings_of(op)) {
-    if (landing_at_[l] >= 0) continue;
-    const int64_t at = layout.offset[l], end = at + landing_bytes(storages_.landings[l]);
-    auto in_the_way = [&] {
-      for (int k : open_landings_)
-        if (landing_at_[k] < end && at < landing_at_[k] + landing_bytes(storages_.landings[k])) return true;
-      return false;
-    };
-    if (in_the_way()) {
-      close_open();
-      retire(window.close());
-    }
-    if (in_the_way())  // the layout rules this out; a bug if it happens
-      throw runtime_error("landing of " + plan_.params[storages_.landings[l].param].name +
-                          " overlaps an open landing after its batch ended");
-    landing_at_[l] = at;
-    open_landings_.push_back(l);
-    const Landing& land = storages_.landings[l];
-    if (!land.src_side || land.by_box) continue;
-    const StorageMember& m = storages_.src[land.storage].members[land.member];
-    memory_.dequant_block_fp8(src_buf_[land.storage].get(), src_scale_buf_[land.storage].get(), m.box,
-                              Box{Dims::zeros(m.box.extent.n), m.box.extent}, static_cast<uint8_t*>(landing_.get()) + at,
-                              op.stream);
-  }
-}
-
-// A sending op through by-box landings: its boxes are dequantized into the landing first (on its
-// stream, before its copies and sends).
-void Executor::dequant_boxes(const Op& op) {
-  for (const Piece& p : op.pieces) {
-    if (p.landing < 0 || !storages_.landings[p.landing].by_box) continue;
-    const Landing& land = storages_.landings[p.landing];
-    const StorageMember& m = storages_.src[land.storage].members[land.member];
-    memory_.dequant_block_fp8(src_buf_[land.storage].get(), src_scale_buf_[land.storage].get(), m.box,
-                              Box{p.storage_offset, p.extent}, static_cast<uint8_t*>(landing_.get()) + landing_at_[p.landing],
-                              op.stream);
-  }
-}
-
-// After the last op through landing `l` completed: an MXFP8 member is quantized into its storage (on
-// `stream`, after the batch's unpacks); either way its space is released.
-void Executor::close_landing(int l, int stream) {
-  const Landing& land = storages_.landings[l];
-  if (!land.src_side) {
-    const LocalStorage& s = storages_.dst[land.storage];
-    const StorageMember& m = s.members[land.member];
-    memory_.quantize_mxfp8(static_cast<uint8_t*>(landing_.get()) + landing_at_[l], m.box.extent, dst_buf_[land.storage].get(),
-                           dst_scale_buf_[land.storage].get(), s.shape, m.offset, stream);
-  }
-  landing_at_[l] = -1;
-  open_landings_.erase(std::find(open_landings_.begin(), open_landings_.end(), l));
 }
 
 void Executor::run(Algo algo) {
@@ -329,84 +218,6 @@ void Executor::retire_oldest() {
   // (The GPU transports' later batches may already run on these streams; this waits for them too.)
   if (queued) memory_.sync(-1);
   posted_.erase(posted_.begin());
-}
-
-std::vector<int64_t> Executor::count_wrong() {
-  std::vector<int64_t> wrong(plan_.params.size(), 0);
-  for (size_t i = 0; i < storages_.dst.size(); ++i) {
-    if (storages_.dst[i].mxfp8()) {
-      count_wrong_mxfp8(i, wrong);
-      continue;
-    }
-    for (const StorageMember& m : storages_.dst[i].members)
-      wrong[m.param] += memory_.count_wrong(dst_buf_[i].get(), region(plan_, storages_.dst[i], m, false));
-  }
-  return wrong;
-}
-
-// MXFP8 storages: every e4m3 value and E8M0 scale byte against the CPU reference quantizer applied to
-// the BF16 pattern of the member's global box (what the sources hold).
-int64_t Executor::count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong) {
-  const LocalStorage& s = storages_.dst[storage];
-  std::vector<uint8_t> values(static_cast<size_t>(s.bytes())), scales(static_cast<size_t>(s.scale_bytes()));
-  memory_.sync(-1);
-  memory_.download(values.data(), dst_buf_[storage].get(), s.bytes());
-  memory_.download(scales.data(), dst_scale_buf_[storage].get(), s.scale_bytes());
-  int64_t total = 0;
-  for (const StorageMember& m : s.members) {
-    const ParamPlan& p = plan_.params[m.param];
-    const Dims& extent = m.box.extent;
-    const Dims scale_extent = mxfp8_scale_shape(extent);
-    const int64_t n = extent.product();
-    std::vector<uint16_t> bf16(static_cast<size_t>(n));
-    host_fill_pattern(bf16.data(), destination_region(p, extent, Dims::zeros(extent.n), extent, m.box.offset));
-    std::vector<uint8_t> want_v(static_cast<size_t>(n)), want_s(static_cast<size_t>(scale_extent.product()));
-    mxfp8_quantize(bf16.data(), extent, want_v.data(), want_s.data());
-    std::vector<uint8_t> got_v(want_v.size()), got_s(want_s.size());
-    host_copy_box(values.data(), s.shape, m.offset, got_v.data(), extent, Dims::zeros(extent.n), extent, 1);
-    Dims scale_offset = m.offset;
-    scale_offset[scale_offset.n - 1] /= kMxBlock;
-    host_copy_box(scales.data(), s.scale_shape, scale_offset, got_s.data(), scale_extent, Dims::zeros(extent.n),
-                  scale_extent, 1);
-    int64_t bad = 0;
-    for (size_t j = 0; j < want_v.size(); ++j) bad += want_v[j] != got_v[j];
-    for (size_t j = 0; j < want_s.size(); ++j) bad += want_s[j] != got_s[j];
-    wrong[m.param] += bad;
-    total += bad;
-  }
-  return total;
-}
-
-void Executor::snapshot_destinations() {
-  if (!snapshot_taken_)
-    for (const LocalStorage& s : storages_.dst) {
-      snapshot_.emplace_back(memory_, s.bytes());
-      snapshot_scale_.push_back(s.mxfp8() ? Block(memory_, s.scale_bytes()) : Block());
-    }
-  snapshot_taken_ = true;
-  for (size_t i = 0; i < storages_.dst.size(); ++i) {
-    memory_.copy_bytes(snapshot_[i].get(), dst_buf_[i].get(), storages_.dst[i].bytes());
-    if (snapshot_scale_[i]) memory_.copy_bytes(snapshot_scale_[i].get(), dst_scale_buf_[i].get(), storages_.dst[i].scale_bytes());
-  }
-  memory_.sync(-1);
-}
-
-std::vector<int64_t> Executor::count_different_from_snapshot() {
-  std::vector<int64_t> diff(plan_.params.size(), 0);
-  if (!snapshot_taken_) throw runtime_error("count_different_from_snapshot() before snapshot_destinations()");
-  for (size_t i = 0; i < storages_.dst.size(); ++i) {
-    const LocalStorage& s = storages_.dst[i];
-    for (const StorageMember& m : s.members) {
-      diff[m.param] += memory_.count_different(snapshot_[i].get(), dst_buf_[i].get(), s.shape, m.offset, m.box.extent,
-                                               s.mxfp8() ? 1 : dtype_size(plan_.params[m.param].dtype));
-      if (!s.mxfp8()) continue;
-      Dims offset = m.offset;
-      offset[offset.n - 1] /= kMxBlock;
-      diff[m.param] += memory_.count_different(snapshot_scale_[i].get(), dst_scale_buf_[i].get(), s.scale_shape, offset,
-                                               mxfp8_scale_shape(m.box.extent), 1);
-    }
-  }
-  return diff;
 }
 
 Traffic Executor::traffic(Algo algo, int phase) const {
