@@ -66,6 +66,7 @@
 #include "reshard/exec/mpi_check.h"
 #include "reshard/exec/transport.h"
 #include "cuda_ipc_settings.h"
+#include "cuda_ipc_trace.h"
 #include "transports.h"
 
 namespace reshard {
@@ -115,13 +116,6 @@ struct Outgoing {
   MPI_Request req = MPI_REQUEST_NULL;
 };
 
-// Host timestamps (MPI_Wtime) of one wait() and the flush before it; 0 = did not happen.
-struct WaitTrace {
-  int stream = 0;
-  double flush_begin = 0, flush_end = 0, begin = 0, first_take = 0, last_take = 0, first_launch = 0,
-         last_launch = 0, copies_done = 0, end = 0;
-  int64_t launches = 0, ops = 0;
-};
 
 // One box copy a push root queues, before copies of one source box to several members are merged.
 struct PushCopy {
@@ -772,19 +766,8 @@ class CudaIpcTransport final : public Transport {
 
   bool tracing() const { return !trace_path_.empty(); }
 
-  // RESHARD_CUDA_IPC_TRACE: one tab-separated line per wait (no throwing: runs in the destructor).
   void write_trace() const noexcept {
-    if (!tracing()) return;
-    std::ofstream f(trace_path_ + "." + std::to_string(rank_) + ".tsv");
-    f << "rank\twait\tstream\tops\tlaunches\tflush_begin\tflush_end\tbegin\tfirst_take\tlast_take\tfirst_launch"
-         "\tlast_launch\tcopies_done\tend\n";
-    f.precision(15);
-    for (size_t i = 0; i < trace_.size(); ++i) {
-      const WaitTrace& t = trace_[i];
-      f << rank_ << '\t' << i << '\t' << t.stream << '\t' << t.ops << '\t' << t.launches << '\t' << t.flush_begin
-        << '\t' << t.flush_end << '\t' << t.begin << '\t' << t.first_take << '\t' << t.last_take << '\t'
-        << t.first_launch << '\t' << t.last_launch << '\t' << t.copies_done << '\t' << t.end << '\n';
-    }
+    if (tracing()) write_wait_traces(trace_path_, rank_, trace_);
   }
 
   TransportOptions options_;
