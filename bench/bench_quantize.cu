@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "reshard/core/mxfp8.h"
-#include "reshard/exec/cuda_quantize.h"
+#include "cuda_quantize.h"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include "cuda_batch_copy.h"
 #include "gpu_test_support.h"
 #include "reshard/core/error.h"
-#include "reshard/exec/memory.h"
+#include "memory.h"
 
 namespace reshard {
 namespace {

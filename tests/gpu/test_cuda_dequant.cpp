@@ -11,8 +11,8 @@
 
 #include "gpu_test_support.h"
 #include "reshard/core/fp8_block.h"
-#include "reshard/exec/cuda_dequant.h"
-#include "reshard/exec/region_ops.h"
+#include "cuda_dequant.h"
+#include "region_ops.h"
 
 namespace reshard {
 namespace {

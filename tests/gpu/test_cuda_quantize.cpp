@@ -16,9 +16,9 @@
 
 #include "gpu_test_support.h"
 #include "reshard/core/mxfp8.h"
-#include "reshard/exec/cuda_quantize.h"
-#include "reshard/exec/cuda_region_ops.h"
-#include "reshard/exec/region_ops.h"
+#include "cuda_quantize.h"
+#include "cuda_region_ops.h"
+#include "region_ops.h"
 
 namespace reshard {
 namespace {

@@ -13,9 +13,9 @@
 #include "gpu_test_support.h"
 #include "reshard/core/error.h"
 #include "reshard/core/pattern.h"
-#include "reshard/exec/cuda_region_ops.h"
-#include "reshard/exec/memory.h"
-#include "reshard/exec/region_ops.h"
+#include "cuda_region_ops.h"
+#include "memory.h"
+#include "region_ops.h"
 
 namespace reshard {
 namespace {

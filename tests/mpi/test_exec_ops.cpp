@@ -10,7 +10,7 @@
 #include "reshard/core/pattern.h"
 #include "reshard/core/planner.h"
 #include "reshard/core/landing_layout.h"
-#include "reshard/exec/memory.h"
+#include "memory.h"
 #include "reshard/core/ops.h"
 
 namespace reshard {

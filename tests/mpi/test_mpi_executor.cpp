@@ -8,10 +8,10 @@
 #include "reshard/core/model.h"
 #include "reshard/core/planner.h"
 #include "reshard/core/stats.h"
-#include "reshard/exec/ceiling.h"
+#include "ceiling.h"
 #include "reshard/exec/control.h"
-#include "reshard/exec/executor.h"
-#include "reshard/exec/report.h"
+#include "executor.h"
+#include "report.h"
 #include "reshard/exec/runner.h"
 
 namespace reshard {

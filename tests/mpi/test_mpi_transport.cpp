@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "reshard/exec/control.h"
-#include "reshard/exec/transport.h"
+#include "transport.h"
 
 namespace reshard {
 namespace {

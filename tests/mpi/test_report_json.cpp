@@ -4,7 +4,7 @@
 
 #include "reshard/core/model.h"
 #include "reshard/core/planner.h"
-#include "reshard/exec/report.h"
+#include "report.h"
 
 namespace reshard {
 namespace {

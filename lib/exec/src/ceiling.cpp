@@ -1,4 +1,4 @@
-#include "reshard/exec/ceiling.h"
+#include "ceiling.h"
 
 #include <algorithm>
 #include <map>

@@ -11,7 +11,7 @@
 #include <deque>
 
 #include "mpi_wait.h"
-#include "reshard/exec/mpi_check.h"
+#include "mpi_check.h"
 
 namespace reshard {
 namespace {

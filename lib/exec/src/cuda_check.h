@@ -4,7 +4,7 @@
 #pragma once
 #include <cuda_runtime_api.h>
 
-#include "reshard/exec/cuda_region_ops.h"
+#include "cuda_region_ops.h"
 
 #define RESHARD_CUDA_STR2(x) #x
 #define RESHARD_CUDA_STR(x) RESHARD_CUDA_STR2(x)

@@ -8,7 +8,7 @@
 #include "reshard/core/error.h"
 #include "reshard/exec/control.h"
 #if RESHARD_HAVE_MPI
-#include "reshard/exec/mpi_check.h"
+#include "mpi_check.h"
 #endif
 
 namespace reshard {

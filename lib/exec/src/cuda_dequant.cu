@@ -10,7 +10,7 @@
 #include "cuda_grid.h"
 #include "reshard/core/error.h"
 #include "reshard/core/fp8_block.h"
-#include "reshard/exec/cuda_dequant.h"
+#include "cuda_dequant.h"
 
 namespace reshard {
 namespace {

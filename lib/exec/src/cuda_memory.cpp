@@ -9,10 +9,10 @@
 #include "cuda_check.h"
 #include "cuda_context.h"
 #include "reshard/core/error.h"
-#include "reshard/exec/cuda_dequant.h"
-#include "reshard/exec/cuda_quantize.h"
-#include "reshard/exec/cuda_region_ops.h"
-#include "reshard/exec/memory.h"
+#include "cuda_dequant.h"
+#include "cuda_quantize.h"
+#include "cuda_region_ops.h"
+#include "memory.h"
 #include "transports.h"
 
 namespace reshard {

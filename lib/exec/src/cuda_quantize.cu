@@ -20,7 +20,7 @@
 #include "cuda_grid.h"
 #include "reshard/core/error.h"
 #include "reshard/core/mxfp8.h"
-#include "reshard/exec/cuda_quantize.h"
+#include "cuda_quantize.h"
 
 namespace reshard {
 namespace {

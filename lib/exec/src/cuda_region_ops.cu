@@ -11,7 +11,7 @@
 #include "cuda_check.h"
 #include "reshard/core/error.h"
 #include "reshard/core/pattern.h"
-#include "reshard/exec/cuda_region_ops.h"
+#include "cuda_region_ops.h"
 #include "row_walk.h"
 
 namespace reshard {

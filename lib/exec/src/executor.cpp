@@ -1,6 +1,6 @@
 // The executor's allocation and batch loop (see executor.h for the batching rules and why they cannot
 // deadlock); its landings are in executor_landings.cpp, its checks in executor_check.cpp.
-#include "reshard/exec/executor.h"
+#include "executor.h"
 
 #include <algorithm>
 

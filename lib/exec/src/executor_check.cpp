@@ -1,6 +1,6 @@
 // The executor's checks (executor.h): sources filled with the pattern, destinations poisoned, and
 // every destination byte compared with what it must hold, or with a snapshot of another run.
-#include "reshard/exec/executor.h"
+#include "executor.h"
 
 #include "reshard/core/error.h"
 #include "reshard/core/fp8_block.h"

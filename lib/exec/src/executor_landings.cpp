@@ -1,6 +1,6 @@
 // The executor's BF16 landings (executor.h, docs/precision.md): opened at their place in the op list's
 // layout, block-FP8 sources dequantized into them, MXFP8 members quantized out of them when done.
-#include "reshard/exec/executor.h"
+#include "executor.h"
 
 #include <algorithm>
 

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "reshard/exec/transport.h"
+#include "transport.h"
 
 namespace reshard {
 

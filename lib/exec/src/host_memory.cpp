@@ -6,7 +6,7 @@
 
 #include "reshard/core/error.h"
 #include "reshard/core/mxfp8.h"
-#include "reshard/exec/memory.h"
+#include "memory.h"
 
 namespace reshard {
 

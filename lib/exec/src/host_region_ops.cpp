@@ -5,8 +5,8 @@
 
 #include "reshard/core/fp8_block.h"
 #include "reshard/core/pattern.h"
-#include "reshard/exec/memory.h"
-#include "reshard/exec/region_ops.h"
+#include "memory.h"
+#include "region_ops.h"
 
 namespace reshard {
 namespace {

@@ -3,7 +3,7 @@
 // list of outstanding requests; a send and its receive use the stream index as tag. A wait polls its
 // requests (mpi_wait.h): no progress for --timeout seconds prints the ranks it waited for and aborts
 // the world, so a dead or stopped peer cannot hang the others.
-#include "reshard/exec/transport.h"
+#include "transport.h"
 
 #include <algorithm>
 #include <climits>
@@ -14,7 +14,7 @@
 
 #ifdef RESHARD_HAVE_MPI
 #include "mpi_wait.h"
-#include "reshard/exec/mpi_check.h"
+#include "mpi_check.h"
 
 namespace reshard {
 namespace {

@@ -26,8 +26,8 @@
 #include "cuda_context.h"
 #include "reshard/core/error.h"
 #include "reshard/exec/control.h"
-#include "reshard/exec/mpi_check.h"
-#include "reshard/exec/transport.h"
+#include "mpi_check.h"
+#include "transport.h"
 #include "transports.h"
 
 #define RESHARD_NCCL_STR2(x) #x

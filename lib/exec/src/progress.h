@@ -9,7 +9,7 @@
 
 #include <unistd.h>
 
-#include "reshard/exec/report.h"
+#include "report.h"
 
 namespace reshard {
 

@@ -1,5 +1,5 @@
 // The run report: reductions over ranks, the text table and the JSON record.
-#include "reshard/exec/report.h"
+#include "report.h"
 
 #include <algorithm>
 #include <cmath>

@@ -22,8 +22,8 @@
 #include "reshard/core/verify.h"
 #include "reshard/core/hash.h"
 #include "reshard/core/memory_estimate.h"
-#include "reshard/exec/ceiling.h"
-#include "reshard/exec/report.h"
+#include "ceiling.h"
+#include "report.h"
 
 namespace reshard {
 namespace {

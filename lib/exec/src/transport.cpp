@@ -1,5 +1,5 @@
 // Defaults of the Transport interface: box ops exist only where a transport says it supports them.
-#include "reshard/exec/transport.h"
+#include "transport.h"
 
 #include "reshard/core/error.h"
 

@@ -2,7 +2,7 @@
 #include <string>
 
 #include "reshard/core/error.h"
-#include "reshard/exec/transport.h"
+#include "transport.h"
 #include "transports.h"
 
 namespace reshard {

@@ -3,7 +3,7 @@
 #pragma once
 #include <memory>
 
-#include "reshard/exec/transport.h"
+#include "transport.h"
 
 namespace reshard {
 

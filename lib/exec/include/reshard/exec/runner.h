@@ -8,7 +8,7 @@
 
 #include "reshard/core/plan.h"
 #include "reshard/exec/control.h"
-#include "reshard/exec/executor.h"
+#include "reshard/core/batch_policy.h"
 #include "reshard/core/ops.h"
 
 namespace reshard {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "reshard/core/plan.h"
-#include "reshard/exec/memory.h"
+#include "memory.h"
 
 namespace reshard {
 

@@ -16,9 +16,9 @@
 
 #include "reshard/core/plan.h"
 #include "reshard/exec/control.h"
-#include "reshard/exec/memory.h"
-#include "reshard/exec/report.h"
-#include "reshard/exec/transport.h"
+#include "memory.h"
+#include "report.h"
+#include "transport.h"
 
 namespace reshard {
 

@@ -28,9 +28,9 @@
 #include "reshard/core/batch_window.h"
 #include "reshard/core/plan.h"
 #include "reshard/core/landing_layout.h"
-#include "reshard/exec/memory.h"
+#include "memory.h"
 #include "reshard/core/ops.h"
-#include "reshard/exec/transport.h"
+#include "transport.h"
 
 namespace reshard {
 

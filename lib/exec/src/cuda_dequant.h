@@ -4,7 +4,7 @@
 // Asynchronous on `stream`; device pointers; bad shapes and CUDA failures throw Error(Runtime).
 #pragma once
 #include "reshard/core/box.h"
-#include "reshard/exec/region_ops.h"
+#include "region_ops.h"
 
 namespace reshard {
 

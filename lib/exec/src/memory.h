@@ -9,7 +9,7 @@
 #include <string>
 
 #include "reshard/core/box.h"
-#include "reshard/exec/region_ops.h"
+#include "region_ops.h"
 
 namespace reshard {
 

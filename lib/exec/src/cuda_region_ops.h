@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "reshard/core/box.h"
-#include "reshard/exec/region_ops.h"
+#include "region_ops.h"
 
 namespace reshard {
 

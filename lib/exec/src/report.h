@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reshard/exec/control.h"
-#include "reshard/exec/executor.h"
+#include "executor.h"
 #include "reshard/exec/runner.h"
 
 namespace reshard {
