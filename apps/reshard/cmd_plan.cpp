@@ -161,8 +161,6 @@ int run_plan(const PlanArgs& a) {
   check(
       problems, [&] { options.gen_expert_placement = parse_expert_placement(a.gen_expert_placement); },
       "--gen-expert-placement");
-  if (options.bucket_bytes <= 0)
-    problems.add("--bucket-bytes must be positive, got '" + a.bucket_bytes + "'");
   if (!a.gpus_per_node.empty())
     check(problems, [&] {
       options.gpus_per_node = static_cast<int>(parse_integer(a.gpus_per_node, "--gpus-per-node", 1, kMaxRanksPerSide));
@@ -222,16 +220,9 @@ int run_plan(const PlanArgs& a) {
       absorb(problems, e, planner_header);
     }
   } else {
-    // No model to plan: check what the planner would have checked without one.
-    if (sys) {
-      SystemConfig copy = *sys;
-      validate_system(copy, problems, options.gen_layout == GenLayout::Megatron);
-    }
-    for (const std::string& e : options.exclude) {
-      std::string error;
-      if (!UserRegex::compile(e, error).valid()) problems.add("--exclude: bad regex '" + e + "': " + error);
-    }
-    if (!options.rules_json.empty()) parse_rules(options.rules_json, "--rules " + a.rules, problems);
+    // No model to plan: what the planner checks before it reads one.
+    std::optional<SystemConfig> copy = sys;
+    check_plan_inputs(copy ? &*copy : nullptr, options, problems);
   }
   const size_t n = problems.list().size();
   problems.throw_if_any("invalid plan configuration (" + std::to_string(n) +

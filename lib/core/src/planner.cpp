@@ -113,6 +113,33 @@ constexpr int kEveryStage = -1;  // a param every gen PP stage holds (ParamPlan:
 
 }  // namespace
 
+PlanInputs check_plan_inputs(SystemConfig* system, const PlanOptions& options, Problems& problems) {
+  PlanInputs out;
+  if (system != nullptr) validate_system(*system, problems, make_destination_layout(options.gen_layout)->expert_mesh());
+  if (options.gen_vocab_pad > 0 && options.gen_layout != GenLayout::Megatron)
+    problems.add("--gen-vocab-pad is Megatron's padding and needs --gen-layout megatron (vLLM pads to 64 itself)");
+  if (options.head_dim < 0) problems.add("--head-dim must be positive, got " + std::to_string(options.head_dim));
+  // Flags that would change nothing are refused, so that a typo'd intent is not silently ignored.
+  if (system != nullptr && options.head_dim > 0 && options.gen_layout == GenLayout::Hf &&
+      !(options.bulk == BulkMode::All && system->train.tp > 1))
+    problems.add("--head-dim does nothing here: it shapes attention for --gen-layout vllm or megatron, or the train "
+                 "side's linear_qkv with --bulk all and train tp > 1");
+  if (system != nullptr && (options.first_stage_layers > 0 || options.last_stage_layers > 0) && system->train.pp <= 1)
+    problems.add("--first-stage-layers/--last-stage-layers split the train pipeline and need train pp > 1 (got pp=" +
+                 std::to_string(system->train.pp) + ")");
+  if (options.bucket_bytes <= 0) problems.add("--bucket-bytes must be positive, got " + std::to_string(options.bucket_bytes));
+  for (const std::string& e : options.exclude) {
+    std::string error;
+    UserRegex re = UserRegex::compile(e, error);
+    if (re.valid())
+      out.excludes.push_back(std::move(re));
+    else
+      problems.add("--exclude: bad regex '" + e + "': " + error);
+  }
+  if (!options.rules_json.empty()) out.custom = parse_rules(options.rules_json, "--rules", problems);
+  return out;
+}
+
 Plan plan_reshard(const ModelMeta& model, SystemConfig system, const PlanOptions& options) {
   return plan(model, system, options, true);
 }
@@ -126,31 +153,9 @@ namespace {
 Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& options, bool transfers) {
   Problems problems;
   const std::unique_ptr<DestinationLayout> dst_layout = make_destination_layout(options.gen_layout);
-  validate_system(system, problems, dst_layout->expert_mesh());
-  if (options.gen_vocab_pad > 0 && options.gen_layout != GenLayout::Megatron)
-    problems.add("--gen-vocab-pad is Megatron's padding and needs --gen-layout megatron (vLLM pads to 64 itself)");
-  if (options.head_dim < 0) problems.add("--head-dim must be positive, got " + std::to_string(options.head_dim));
-  // Flags that would change nothing are refused, so that a typo'd intent is not silently ignored.
-  if (options.head_dim > 0 && options.gen_layout == GenLayout::Hf &&
-      !(options.bulk == BulkMode::All && system.train.tp > 1))
-    problems.add("--head-dim does nothing here: it shapes attention for --gen-layout vllm or megatron, or the train "
-                 "side's linear_qkv with --bulk all and train tp > 1");
-  if ((options.first_stage_layers > 0 || options.last_stage_layers > 0) && system.train.pp <= 1)
-    problems.add("--first-stage-layers/--last-stage-layers split the train pipeline and need train pp > 1 (got pp=" +
-                 std::to_string(system.train.pp) + ")");
-  if (options.bucket_bytes <= 0) problems.add("bucket_bytes must be > 0, got " + std::to_string(options.bucket_bytes));
-
-  std::vector<UserRegex> excludes;
-  for (const std::string& e : options.exclude) {
-    std::string error;
-    UserRegex re = UserRegex::compile(e, error);
-    if (re.valid())
-      excludes.push_back(std::move(re));
-    else
-      problems.add("--exclude: bad regex '" + e + "': " + error);
-  }
-  std::vector<CustomRule> custom;
-  if (!options.rules_json.empty()) custom = parse_rules(options.rules_json, "--rules", problems);
+  const PlanInputs inputs = check_plan_inputs(&system, options, problems);
+  const std::vector<UserRegex>& excludes = inputs.excludes;
+  const std::vector<CustomRule>& custom = inputs.custom;
 
   std::vector<TensorMeta> kept;
   kept.reserve(model.tensors.size());
