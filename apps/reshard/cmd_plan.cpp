@@ -1,6 +1,8 @@
 // reshard plan: model metadata + parallelism + options -> a plan file and/or its summary.
 // Every input is read and checked before planning; all problems are reported together (exit 2) and
 // no output file is written on any error.
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -204,9 +206,20 @@ int run_plan(const PlanArgs& a) {
     problems.add("--format needs -o/--output");
   }
 
+  // On a terminal, a status line while big inputs load and plan (erased before any output).
+  const bool tty = isatty(STDERR_FILENO) == 1;
+  auto status = [&](const std::string& text) {
+    if (!tty) return;
+    std::fprintf(stderr, "\r\033[K%s", text.c_str());
+    std::fflush(stderr);
+  };
+  status("reshard: reading " + a.model + " ...");
   std::optional<ModelMeta> model;
   check(
       problems, [&] { model = load_model(a.model); }, "--model");
+  if (model && sys)
+    status("reshard: planning " + std::to_string(model->tensors.size()) + " tensors for " +
+           std::to_string(sys->train.num_gpus) + " + " + std::to_string(sys->gen.num_gpus) + " ranks ...");
 
   // The planner checks the system config and the plan-level rules (experts vs ep, stages, regexes).
   // Run it even when other problems were found, so that the user sees every problem at once.
@@ -224,6 +237,7 @@ int run_plan(const PlanArgs& a) {
     std::optional<SystemConfig> copy = sys;
     check_plan_inputs(copy ? &*copy : nullptr, options, problems);
   }
+  status("");
   const size_t n = problems.list().size();
   problems.throw_if_any("invalid plan configuration (" + std::to_string(n) +
                         (n == 1 ? " problem):" : " problems):"));
