@@ -243,7 +243,8 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     // DeepSeek's checkpoints hold the MTP module as one more "decoder layer" (model.layers.61 with
     // eh_proj, enorm, hnorm): where the split fails, say so and how to mark it. Megatron builds MTP
     // apart from the decoder's layers (megatron/core/transformer/multi_token_prediction.py,
-    // MultiTokenPredictionBlock, on the last pipeline stage), so those layers are not in the split.
+    // MultiTokenPredictionBlock; get_mtp_num_layers_to_build: on the last pipeline stage only), so those
+    // layers are not in the decoder split.
     if (problems.list().size() > before && mtp.empty() && mtp_modules.empty())
       for (const LogicalParam& p : logical)
         if (const int l = layer_index(p.name); l >= 0 && names::contains(p.name, ".eh_proj.")) {
