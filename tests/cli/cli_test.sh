@@ -105,6 +105,46 @@ system_file_equals_flags)
     --gen tp=8,ep=1 -o flags.cbor
   cmp sys.cbor flags.cbor || fail "ep8pp2 -> tp8dp2: --system and flags give different plans"
   ;;
+status_on_a_terminal)  # plan's status line shows on a terminal (script gives it one), never in a pipe
+  command -v script >/dev/null || fail "script (util-linux) is needed for this test"
+  script -qec "$RESHARD plan --model $MODEL --train-gpus 2 --gen-gpus 2 -o tty.json" /dev/null >tty.txt 2>&1 ||
+    fail "plan under script failed: $(cat tty.txt)"
+  contains tty.txt "reshard: planning 398 tensors for 2 + 2 ranks ..."
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --train-gpus 2 --gen-gpus 2 -o pipe.json
+  grep -q "planning" err.txt && fail "a status line went into a pipe"
+  ;;
+model_by_content)  # a safetensors shard and its index, renamed without their suffixes, read as what they are
+  python3 - <<'PY' || fail "could not write the safetensors files"
+import json, struct
+tensors = {"model.layers.0.mlp.up_proj.weight": [8, 4], "model.layers.0.mlp.down_proj.weight": [4, 8],
+           "model.norm.weight": [4]}
+header, at = {}, 0
+for name, shape in tensors.items():
+    n = 2
+    for d in shape:
+        n *= d
+    header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [at, at + n]}
+    at += n
+h = json.dumps(header).encode()
+open("shard-a", "wb").write(struct.pack("<Q", len(h)) + h + bytes(at))
+json.dump({"metadata": {"total_size": at}, "weight_map": {k: "shard-a" for k in tensors}}, open("weights", "w"))
+PY
+  expect_rc 0 "$RESHARD" plan --model weights --train-gpus 2 --gen-gpus 2 --gen tp=2 --summary
+  contains out.txt "params       3: 2 bulk"
+  expect_rc 0 "$RESHARD" plan --model shard-a --train-gpus 2 --gen-gpus 2 --gen tp=2 --summary
+  contains out.txt "params       3: 2 bulk"
+  ;;
+one_vocabulary)  # the plan as first argument or --plan; --parallelism and --preset beside --system
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --parallelism "$SYSTEM" -o v.json
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o w.json
+  cmp v.json w.json || fail "--parallelism and --system plan differently"
+  expect_rc 0 "$RESHARD" verify --plan v.json
+  contains out.txt "OK:"
+  expect_rc 0 "$RESHARD" simulate v.json --preset gb200-nvl72
+  contains out.txt "system gb200-nvl72"
+  expect_rc 2 "$RESHARD" simulate v.json --preset nope
+  contains err.txt "--preset: unknown system preset 'nope'"
+  ;;
 plan_summary)
   expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM"
   contains out.txt "bulk 5.01 GiB (66.9 %)"
