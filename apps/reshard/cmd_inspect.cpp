@@ -41,9 +41,12 @@ int run_inspect(const InspectArgs& a) {
       a.param.empty() ? std::nullopt : std::optional<uint32_t>(find_param(plan, a.param));
   const PlanStats stats = compute_stats(plan);
   if (!a.plot.empty()) {
-    write_output("--plot", a.plot, traffic_svg(plan, plan.options.gpus_per_node > 0 ? plan.options.gpus_per_node : 8),
+    // With --param: that param's pieces on both sides; else the whole plan's traffic.
+    write_output("--plot", a.plot,
+                 param ? param_svg(plan, *param)
+                       : traffic_svg(plan, plan.options.gpus_per_node > 0 ? plan.options.gpus_per_node : 8),
                  a.force, {a.plan});
-    std::fprintf(stderr, "reshard: wrote %s (traffic, SVG)\n", a.plot.c_str());
+    std::fprintf(stderr, "reshard: wrote %s (%s, SVG)\n", a.plot.c_str(), param ? "param pieces" : "traffic");
   }
 
   if (a.json) {
@@ -74,8 +77,8 @@ void add_inspect_command(CLI::App& app, Action& action) {
                              "NAME"));
   cmd->add_flag("--json", args->json, "Print a JSON document instead of text");
   cmd->add_option("--plot", args->plot,
-                  "Also write an SVG heatmap of the bytes each source sends each destination (by rank, or by "
-                  "node above 128 ranks)");
+                  "Also write an SVG: the heatmap of the bytes each source sends each destination (by rank, or "
+                  "by node above 128 ranks), or with --param that param's pieces on each side");
   cmd->add_flag("--force", args->force, "Replace an existing --plot file");
   cmd->add_option("--model", args->model,
                   "Refuse (exit 2) unless the plan was made for this model (metadata JSON or safetensors)");

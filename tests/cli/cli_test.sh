@@ -283,6 +283,14 @@ plots)  # inspect --plot and simulate --timeline write SVGs (issue 19), checked 
   expect_rc 2 "$RESHARD" simulate plan.json --timeline timeline.svg
   contains err.txt "--force"
   expect_rc 2 "$RESHARD" inspect plan.json --plot plan.json --force
+  # One param's pieces: down_proj [2560, 9728] of DP8 -> TP8 is held whole by the 8 train replicas
+  # (one box, named by all 8) and cut along its 9728 columns (row-parallel input dim) into 8 gen boxes of 1216.
+  expect_rc 0 "$RESHARD" inspect plan.json --param model.layers.0.mlp.down_proj.weight --plot param.svg
+  contains err.txt "wrote param.svg (param pieces, SVG)"
+  [ "$(grep -c '<title>rank' param.svg)" -eq 9 ] || fail "param.svg: expected 9 boxes"
+  contains param.svg "rank 0,1,2,3,4,5,6,7: [0:2560, 0:9728]"
+  contains param.svg "rank 8: [0:2560, 0:1216]"
+  contains param.svg "rank 15: [0:2560, 8512:9728]"
   ;;
 *)
   fail "unknown case"

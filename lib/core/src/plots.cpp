@@ -137,3 +137,105 @@ std::string timeline_svg(const Plan& plan, const SimResult& r, int max_ranks) {
 }
 
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// A qualitative colour per rank (12, repeating).
+const char* rank_colour(int rank) {
+  static const char* kColours[] = {"#4477aa", "#ee6677", "#228833", "#ccbb44", "#66ccee", "#aa3377",
+                                   "#bbbbbb", "#332288", "#117733", "#999933", "#882255", "#44aa99"};
+  return kColours[static_cast<size_t>(rank) % (sizeof kColours / sizeof *kColours)];
+}
+
+// The param's tensor drawn as rows x cols (leading dims flattened into rows): the rectangles of a
+// global box, one per run of its leading indices (at most `budget` more; returns how many it drew).
+struct Canvas {
+  double x0, y0, w, h;
+  int64_t rows, cols;
+};
+
+int draw_box(std::string& out, const Canvas& c, const Dims& shape, const Box& box, const std::string& fill,
+             const std::string& title, int budget) {
+  const int n = shape.n;
+  const int64_t last = n >= 1 ? shape[n - 1] : 1;
+  const int64_t second = n >= 2 ? shape[n - 2] : 1;
+  // Leading dims (all but the last two) enumerate the strips; each strip covers second-last rows.
+  int64_t strips = 1;
+  for (int d = 0; d + 2 < n; ++d) strips *= box.extent[d];
+  int drawn = 0;
+  for (int64_t s = 0; s < strips && drawn < budget; ++s) {
+    int64_t rest = s, row0 = 0, stride = second;
+    for (int d = n - 3; d >= 0; --d) {  // the strip's leading index, flattened into rows
+      const int64_t idx = box.offset[d] + rest % box.extent[d];
+      rest /= box.extent[d];
+      row0 += idx * stride;
+      stride *= shape[d];
+    }
+    const int64_t r = row0 + (n >= 2 ? box.offset[n - 2] : 0), nr = n >= 2 ? box.extent[n - 2] : 1;
+    const int64_t col = n >= 1 ? box.offset[n - 1] : 0, nc = n >= 1 ? box.extent[n - 1] : 1;
+    const double sy = c.h / static_cast<double>(c.rows), sx = c.w / static_cast<double>(last);
+    out += rect(c.x0 + sx * static_cast<double>(col), c.y0 + sy * static_cast<double>(r), sx * static_cast<double>(nc),
+                std::max(sy * static_cast<double>(nr), 0.5), fill, title);
+    ++drawn;
+  }
+  return drawn;
+}
+
+}  // namespace
+
+std::string param_svg(const Plan& plan, uint32_t param) {
+  const ParamPlan& p = plan.params.at(param);
+  const Dims& shape = p.shape;
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < shape.n; ++d) rows *= shape[d];
+  const int64_t cols = shape.n >= 1 ? shape[shape.n - 1] : 1;
+  // Each panel keeps the tensor's aspect ratio within 3:1 either way.
+  const double ratio = std::clamp(static_cast<double>(rows) / static_cast<double>(std::max<int64_t>(cols, 1)), 1 / 3.0, 3.0);
+  const double pw = ratio >= 1 ? 300 / ratio : 300, ph = ratio >= 1 ? 300 : 300 * ratio;
+  const double top = 56, gap = 80, left = 20;
+  std::string out = header(std::max(left + 2 * pw + gap + 20, 760.0), top + ph + 40);
+  out += text(left, 18, p.name + " " + shape.str() + " " + std::string(dtype_name(p.dtype)) + ": what each rank holds, source (left) and destination (right)");
+  out += text(left, 34, "leading dims flattened into rows; colour = rank; hover a box for its ranks and coordinates");
+  const Canvas src{left, top, pw, ph, rows, cols}, dst{left + pw + gap, top, pw, ph, rows, cols};
+  out += text(src.x0, top - 6, "train (source) ranks");
+  out += text(dst.x0, top - 6, "gen (destination) ranks");
+  int budget = 4000;  // rectangles, so that a 256-expert tensor stays a small file
+  auto panel = [&](const Canvas& c, const Layout& layout) {
+    out += rect(c.x0, c.y0, c.w, c.h, "#f4f4f4");
+    // Boxes held by several ranks (replicas) are drawn once, named by every holder.
+    std::vector<std::pair<Box, std::vector<int>>> boxes;
+    for (int f = 0; f < layout.mesh.size(); ++f)
+      for (const LocalPiece& q : layout.local_pieces(shape, f)) {
+        auto it = std::find_if(boxes.begin(), boxes.end(), [&](const auto& b) { return b.first == q.box; });
+        if (it == boxes.end()) boxes.push_back({q.box, {layout.mesh.ranks[f]}});
+        else it->second.push_back(layout.mesh.ranks[f]);
+      }
+    for (const auto& entry : boxes) {
+      std::string who;
+      for (size_t i = 0; i < entry.second.size() && i < 8; ++i) who += (i ? "," : "") + std::to_string(entry.second[i]);
+      if (entry.second.size() > 8) who += " and " + std::to_string(entry.second.size() - 8) + " more";
+      budget -= draw_box(out, c, shape, entry.first, rank_colour(entry.second.front()),
+                         "rank " + who + ": " + entry.first.str(), std::max(budget, 0));
+      if (shape.n <= 2) {  // one rectangle: name its ranks inside when it is big enough to read
+        const int n = shape.n;
+        const double sy = c.h / static_cast<double>(c.rows), sx = c.w / static_cast<double>(c.cols);
+        const double bw = sx * static_cast<double>(n >= 1 ? entry.first.extent[n - 1] : 1);
+        const double bh = sy * static_cast<double>(n >= 2 ? entry.first.extent[0] : 1);
+        const double bx = c.x0 + sx * static_cast<double>(n >= 1 ? entry.first.offset[n - 1] : 0);
+        const double by = c.y0 + sy * static_cast<double>(n >= 2 ? entry.first.offset[0] : 0);
+        if (bw >= 7.0 * static_cast<double>(who.size()) + 6 && bh >= 14)
+          out += text(bx + bw / 2, by + bh / 2 + 4, who, "middle");
+      }
+    }
+    out += "<rect x=\"" + num(c.x0) + "\" y=\"" + num(c.y0) + "\" width=\"" + num(c.w) + "\" height=\"" + num(c.h) +
+           "\" fill=\"none\" stroke=\"black\"/>\n";
+  };
+  panel(src, p.src);
+  panel(dst, p.dst);
+  if (budget < 0) out += text(left, top + ph + 24, "(some boxes not drawn: more than 4000 rectangles)");
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace reshard
