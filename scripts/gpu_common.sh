@@ -36,3 +36,14 @@ run_case() {
     say "$name $algo: $(echo "$out" | grep -E '#wrong' | tail -1)"
   done
 }
+
+# Moves each plan $OUT/*.json under its fingerprint, $OUT/plans/<fp>.json, where scripts/calibrate.sh
+# looks for a record's plan (results/plans/<fp>.json once committed).
+keep_plans_by_fingerprint() {
+  mkdir -p "$OUT/plans"
+  local p fp
+  for p in "$OUT"/*.json; do
+    fp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fingerprint"])' "$p" 2>/dev/null) &&
+      mv "$p" "$OUT/plans/$fp.json"
+  done
+}

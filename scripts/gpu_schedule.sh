@@ -26,9 +26,4 @@ cpu_case() {  # name ranks train_gpus train gen_gpus gen
 cpu_case cpu_pp2dp4_tp4dp2 16 8 tp=1,pp=2 8 tp=4
 cpu_case cpu_pp4dp2_tp4dp2 16 8 tp=1,pp=4 8 tp=4
 cpu_case cpu_pp4dp4_tp8dp2 32 16 tp=1,pp=4 16 tp=8
-# Keep each plan under its fingerprint, where scripts/calibrate.sh looks (results/plans/<fp>.json).
-mkdir -p "$OUT/plans"
-for p in "$OUT"/*.json; do
-  fp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fingerprint"])' "$p" 2>/dev/null) &&
-    mv "$p" "$OUT/plans/$fp.json"
-done
+keep_plans_by_fingerprint

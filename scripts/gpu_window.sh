@@ -33,9 +33,4 @@ cpu_case cpu_pp4dp4_tp8dp2 32 16 tp=1,pp=4 16 tp=8
 for f in "$OUT"/ipc/*.json "$OUT"/cpu/*.json; do
   say "$(basename "$f" .json): $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" ".join("%s %.2f ms" % (p["phase"], p["time_ms_avg"]) for p in r["phases"]))' "$f" 2>/dev/null)"
 done
-# Keep each plan under its fingerprint, where scripts/calibrate.sh looks (results/plans/<fp>.json).
-mkdir -p "$OUT/plans"
-for p in "$OUT"/*.json; do
-  fp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["fingerprint"])' "$p" 2>/dev/null) &&
-    mv "$p" "$OUT/plans/$fp.json"
-done
+keep_plans_by_fingerprint

@@ -50,7 +50,23 @@ CudaContext::CudaContext(Control& control, const std::string& transport) {
 }
 
 CudaContext::~CudaContext() {
-  for (cudaStream_t s : streams_) cudaStreamDestroy(s);  // no throwing from a destructor
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);  // no throwing from a destructor
+  for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+}
+
+cudaEvent_t CudaContext::take_event() {
+  if (!events_.empty()) {
+    cudaEvent_t e = events_.back();
+    events_.pop_back();
+    return e;
+  }
+  cudaEvent_t e = nullptr;
+  RESHARD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+void CudaContext::give_event(cudaEvent_t e) {
+  if (e != nullptr) events_.push_back(e);
 }
 
 void CudaContext::ensure_streams(int n) {

@@ -29,6 +29,9 @@ struct CudaContext {
   CudaContext& operator=(const CudaContext&) = delete;
 
   void ensure_streams(int n);  // creates non-blocking streams up to n
+  // Events without timing, from a pool the transports share (destroyed with the context).
+  cudaEvent_t take_event();
+  void give_event(cudaEvent_t e);
   cudaStream_t stream(int i) const;
   void sync_all() const;
 
@@ -46,6 +49,7 @@ struct CudaContext {
 
  private:
   std::vector<cudaStream_t> streams_;
+  std::vector<cudaEvent_t> events_;  // free for reuse
   std::map<uintptr_t, Allocation> allocations_;
   int64_t next_id_ = 0;
 };

@@ -207,7 +207,6 @@ class CudaIpcTransport final : public Transport {
     write_trace();
     for (auto& [key, ptr] : mapped_) cudaIpcCloseMemHandle(ptr);
     for (Stream& s : streams_) release_events(s);
-    for (cudaEvent_t e : events_) cudaEventDestroy(e);
     MPI_Comm_free(&comm_);
   }
 
@@ -470,7 +469,7 @@ class CudaIpcTransport final : public Transport {
   }
 
   void release_events(Stream& s) {
-    for (const auto& [e, holders] : s.events) events_.push_back(e);
+    for (const auto& [e, holders] : s.events) ctx_->give_event(e);
     s.events.clear();
   }
 
@@ -480,23 +479,13 @@ class CudaIpcTransport final : public Transport {
     for (size_t i = 0; i < s.events.size(); ++i) {
       if (s.events[i].first != e) continue;
       if (--s.events[i].second == 0) {
-        events_.push_back(e);
+        ctx_->give_event(e);
         s.events.erase(s.events.begin() + static_cast<std::ptrdiff_t>(i));
       }
       return;
     }
   }
 
-  cudaEvent_t take_event() {
-    if (!events_.empty()) {
-      cudaEvent_t e = events_.back();
-      events_.pop_back();
-      return e;
-    }
-    cudaEvent_t e = nullptr;
-    RESHARD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    return e;
-  }
 
   // The description `d` that `peer` sent for op `op` matches it.
   static void check_header(const CopyOp& op, const Description& d, int peer) {
@@ -588,7 +577,7 @@ class CudaIpcTransport final : public Transport {
       if (t.first_launch == 0) t.first_launch = t.last_launch;
       ++t.launches;
     }
-    const cudaEvent_t e = take_event();
+    const cudaEvent_t e = ctx_->take_event();
     s.events.emplace_back(e, static_cast<int64_t>(started.size()));  // owned by the stream from here
     RESHARD_CUDA_CHECK(cudaEventRecord(e, cs));
     for (CopyOp* op : started) op->event = e;
@@ -790,7 +779,6 @@ class CudaIpcTransport final : public Transport {
   std::map<std::pair<int, int>, AckOrder> ack_order_;  // by (stream, peer): this rank's acks as copier
   std::unordered_map<int64_t, cudaIpcMemHandle_t> exported_;
   std::map<std::pair<int, int64_t>, void*> mapped_;
-  std::vector<cudaEvent_t> events_;  // free pool
   std::unique_ptr<std::deque<Outgoing>> out_;
   std::string trace_path_;  // RESHARD_CUDA_IPC_TRACE; empty: no trace
   std::vector<WaitTrace> trace_;

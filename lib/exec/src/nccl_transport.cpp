@@ -91,7 +91,6 @@ class NcclTransport final : public Transport {
   ~NcclTransport() override {
     for (auto& s : flushed_)
       for (cudaEvent_t e : s) cudaEventDestroy(e);
-    for (cudaEvent_t e : pool_) cudaEventDestroy(e);
     if (!aborted_) {
       for (ncclComm_t c : comms_)
         if (c != nullptr) ncclCommDestroy(c);
@@ -115,7 +114,7 @@ class NcclTransport final : public Transport {
   void setup(const std::vector<CommGroup>& groups, int streams) override {
     ctx_->ensure_streams(std::max(streams, 1));
     for (auto& s : flushed_)  // only left after an error
-      for (cudaEvent_t e : s) pool_.push_back(e);
+      for (cudaEvent_t e : s) ctx_->give_event(e);
     flushed_.assign(static_cast<size_t>(std::max(streams, 1)), {});
     ncclUniqueId uid;
     if (rank_ == 0) RESHARD_NCCL_CHECK(ncclGetUniqueId(&uid), nullptr);
@@ -162,7 +161,7 @@ class NcclTransport final : public Transport {
     RESHARD_NCCL_CHECK(ncclGroupEnd(), nullptr);
     for (size_t s = 0; s < used.size(); ++s) {
       if (!used[s]) continue;
-      cudaEvent_t e = take_event();
+      cudaEvent_t e = ctx_->take_event();
       flushed_[s].push_back(e);
       RESHARD_CUDA_CHECK(cudaEventRecord(e, ctx_->stream(static_cast<int>(s))));
     }
@@ -190,7 +189,7 @@ class NcclTransport final : public Transport {
       }
     }
     for (int i = 0; i < n; ++i) {
-      pool_.push_back(flushed.front());
+      ctx_->give_event(flushed.front());
       flushed.pop_front();
     }
   }
@@ -201,16 +200,6 @@ class NcclTransport final : public Transport {
       throw runtime_error("stream " + std::to_string(stream) + " outside the " + std::to_string(flushed_.size()) +
                           " set up");
     return stream;
-  }
-  cudaEvent_t take_event() {
-    if (!pool_.empty()) {
-      cudaEvent_t e = pool_.back();
-      pool_.pop_back();
-      return e;
-    }
-    cudaEvent_t e = nullptr;
-    RESHARD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    return e;
   }
   ncclComm_t comm(int group) const {
     if (group < 0 || group >= static_cast<int>(comms_.size()) || comms_[static_cast<size_t>(group)] == nullptr)
@@ -257,7 +246,6 @@ class NcclTransport final : public Transport {
   std::vector<std::vector<int>> ranks_;
   std::vector<QueuedOp> queue_;
   std::vector<std::deque<cudaEvent_t>> flushed_;  // per stream: one event per flushed batch not yet waited for
-  std::vector<cudaEvent_t> pool_;                 // events free for reuse
   bool aborted_ = false;
 };
 
