@@ -100,6 +100,7 @@ struct Stream {
   std::map<int, int64_t> described, acked;  // by peer: descriptions flushed and acked, all time
   std::deque<std::map<int, int64_t>> described_at;  // per flushed batch not yet done: `described` at its end
   int64_t flushes = 0, done = 0;  // batches flushed; batches waited for
+  int64_t posted = 0;             // ops posted since the last flush
   std::deque<CopyOp> ops;         // copying ops not yet waited for, in posting order
   std::vector<std::pair<cudaEvent_t, int64_t>> events;  // recorded behind copies; ops still holding each
 };
@@ -249,6 +250,7 @@ class CudaIpcTransport final : public Transport {
                   const std::vector<BoxPiece>& pieces) override {
     check_member(group, peer);
     check_sources(wire_extent, elem_size, pieces);
+    ++at(stream).posted;
     if (push_) {
       add_copy_op(stream, group, {peer}, wire_extent, elem_size, pieces);
     } else {
@@ -260,6 +262,7 @@ class CudaIpcTransport final : public Transport {
                   const std::vector<BoxPiece>& pieces) override {
     check_member(group, peer);
     check_pieces(wire_extent, elem_size, pieces);
+    ++at(stream).posted;
     if (push_) {
       queue(at(stream), peer, describe(group, wire_extent, elem_size, pieces));
     } else {
@@ -273,6 +276,7 @@ class CudaIpcTransport final : public Transport {
     if (root != rank_) return recv_boxes(stream, group, root, wire_extent, elem_size, pieces);
     check_member(group, -1);
     check_sources(wire_extent, elem_size, pieces);
+    ++at(stream).posted;
     std::vector<int> members;
     for (int m : groups_[static_cast<size_t>(group)])
       if (m != rank_) members.push_back(m);
@@ -286,8 +290,12 @@ class CudaIpcTransport final : public Transport {
 
   void flush(int stream) override {
     Stream& s = at(stream);
-    if (s.queued.empty()) {
-      if (!s.ops.empty() && s.ops.back().batch == s.flushes) end_batch(s);  // copying ops only
+    // Every op posted since the last flush belongs to this batch, even one that queued nothing (a
+    // broadcast in a group of one): the executor counts batches per stream as it posted them.
+    if (s.posted == 0) return;
+    s.posted = 0;
+    if (s.queued.empty()) {  // copying ops only: nothing to describe
+      end_batch(s);
       return;
     }
     if (tracing()) flush_begin_ = MPI_Wtime();
