@@ -24,10 +24,18 @@ inline void add_exec_flags(CLI::App& cmd, ExecFlags& f) {
                  "Seconds a rank waits for another (dead or hung?) without progress before every rank stops "
                  "with an error naming it")
       ->capture_default_str();
-  cmd.add_option("--ipc-mode", f.args.ipc_mode,
-                 "cuda-ipc: who copies, push (the sender, the default) or pull (the receiver); overrides "
-                 "RESHARD_CUDA_IPC_MODE")
+  // cuda-ipc settings; each overrides its RESHARD_CUDA_IPC_* variable (docs/gpu.md).
+  cmd.add_option("--ipc-mode", f.args.ipc_mode, "cuda-ipc: who copies, push (the sender, the default) or pull (the receiver)")
       ->check(CLI::IsMember({"push", "pull"}));
+  cmd.add_option("--ipc-boxes", f.args.ipc_boxes, "cuda-ipc: box ops on (default) or off (pack into staging)")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd.add_option("--ipc-batch", f.args.ipc_batch, "cuda-ipc: one batched copy kernel per pass, on (default) or off")
+      ->check(CLI::IsMember({"on", "off"}));
+  cmd.add_option("--ipc-memcpy-min", f.args.ipc_memcpy_min,
+                 "cuda-ipc: contiguous copies from this size take cudaMemcpyAsync (default: never)");
+  cmd.add_option("--ipc-launch-bytes", f.args.ipc_launch_bytes,
+                 "cuda-ipc: an op queuing this many bytes launches its pass early (default 0: one launch per pass)");
+  cmd.add_option("--ipc-trace", f.args.ipc_trace, "cuda-ipc: write each rank's wait trace to PREFIX.<rank>.tsv");
   add_batch_flags(cmd, f.batch);
 }
 

@@ -1,9 +1,11 @@
-// The cuda-ipc transport's settings, resolved once per rank: `run --ipc-mode` first, then the
-// environment (RESHARD_CUDA_IPC_*, for measuring; set them for every rank with mpirun -x), then the
-// defaults. describe() is what the run's header echoes. Private to lib/exec.
+// The cuda-ipc transport's settings, resolved once per rank: `run`'s --ipc-* flag first, then its
+// RESHARD_CUDA_IPC_* variable (set it for every rank with mpirun -x), then the default. describe() is
+// what the run's header echoes. Private to lib/exec.
 #pragma once
 #include <cstdint>
 #include <string>
+
+#include "transport.h"
 
 namespace reshard {
 
@@ -16,10 +18,10 @@ struct CudaIpcSettings {
   std::string trace;          // PREFIX of the per-rank wait traces; TRACE ("" none)
   std::string mode_error;     // a mode that is neither push nor pull, named; push meanwhile
 
-  // `mode_flag`: "push", "pull" or "" (unset). A bad mode is kept in mode_error, not thrown: the
-  // transport first agrees with the other ranks, so that no rank fails alone. A bad byte count
-  // throws Error(Config).
-  static CudaIpcSettings resolve(const std::string& mode_flag, int64_t default_memcpy_min);
+  // Each of `flags` ("" unset) over its variable. A bad mode is kept in mode_error, not thrown: the
+  // transport first agrees with the other ranks, so that no rank fails alone. A bad on/off or byte
+  // count throws Error(Config) naming the flag or variable.
+  static CudaIpcSettings resolve(const TransportOptions::CudaIpc& flags, int64_t default_memcpy_min);
   std::string describe() const;  // e.g. "push, box ops, batched copies" plus any non-default knob
 };
 

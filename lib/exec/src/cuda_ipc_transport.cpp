@@ -162,7 +162,7 @@ class CudaIpcTransport final : public Transport {
  public:
   CudaIpcTransport(Control& control, const TransportOptions& options)
       : options_(options),
-        settings_(CudaIpcSettings::resolve(options.ipc_mode, CudaBatchCopy::kDefaultMemcpyMinBytes)),
+        settings_(CudaIpcSettings::resolve(options.ipc, CudaBatchCopy::kDefaultMemcpyMinBytes)),
         batch_enabled_(settings_.batch),
         batch_(settings_.memcpy_min),
         launch_chunk_(settings_.launch_bytes),

@@ -180,7 +180,10 @@ struct Session {
       for (const std::string& p : v.problems) what += "\n  - " + p;
       throw config_error(what);
     });
-    agreed(ctl, [&] { transport = make_transport(a.transport, ctl, TransportOptions{a.timeout_s, a.ipc_mode}); });
+    TransportOptions options;
+    options.timeout_s = a.timeout_s;
+    options.ipc = {a.ipc_mode, a.ipc_boxes, a.ipc_batch, a.ipc_memcpy_min, a.ipc_launch_bytes, a.ipc_trace};
+    agreed(ctl, [&] { transport = make_transport(a.transport, ctl, options); });
     if (fault_spec) {
       auto wrapped = std::make_unique<FaultTransport>(std::move(transport), *fault_spec, ctl.rank());
       fault = wrapped.get();

@@ -39,7 +39,11 @@ struct TransportOptions {
   // peer): MPI prints the peers it waited for and aborts the world; the GPU transports throw a runtime
   // error (NCCL aborts its communicators) and the runner aborts the world.
   double timeout_s = 300;
-  std::string ipc_mode;  // cuda-ipc: "push" or "pull" from `--ipc-mode`; "" leaves it to the environment
+  // cuda-ipc settings from `run`'s --ipc-* flags (cuda_ipc_settings.h); "" leaves each to its
+  // RESHARD_CUDA_IPC_* variable, then the default.
+  struct CudaIpc {
+    std::string mode, boxes, batch, memcpy_min, launch_bytes, trace;
+  } ipc;
 };
 
 class Transport {

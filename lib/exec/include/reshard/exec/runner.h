@@ -22,7 +22,8 @@ struct RunArgs {
   std::string json_path;
   bool force = false;
   double timeout_s = 300;  // any wait for another rank without progress this long ends the run (all ranks, non-zero)
-  std::string ipc_mode;    // cuda-ipc push|pull ("" : RESHARD_CUDA_IPC_MODE, else push)
+  // cuda-ipc's --ipc-* flags as given ("": the RESHARD_CUDA_IPC_* variable, else the default).
+  std::string ipc_mode, ipc_boxes, ipc_batch, ipc_memcpy_min, ipc_launch_bytes, ipc_trace;
   BatchPolicy exec;
   std::string command_line;  // echoed into the JSON
 };
