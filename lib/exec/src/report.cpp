@@ -1,12 +1,16 @@
 // The run report: reductions over ranks, the text table and the JSON record.
 #include "report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <ctime>
 #include <climits>
 #include <cstdio>
 
+#include "ceiling.h"
 #include "reshard/core/plan_enums.h"
 #include "reshard/core/stats.h"
 
@@ -55,6 +59,43 @@ RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo) {
       row.lower_bound_bytes = std::max(row.lower_bound_bytes, v);
     }
     rep.rows.push_back(row);
+  }
+  return rep;
+}
+
+namespace {
+
+// Every rank's host name, once each, in rank order of first appearance.
+std::vector<std::string> host_names(Control& ctl) {
+  constexpr int64_t kLen = 64;
+  std::vector<uint8_t> mine(kLen, 0);
+  char host[kLen] = {};
+  ::gethostname(host, kLen - 1);
+  std::memcpy(mine.data(), host, std::strlen(host));
+  const std::vector<uint8_t> all = ctl.allgather(mine, kLen);
+  std::vector<std::string> out;
+  for (int r = 0; r < ctl.size(); ++r) {
+    const std::string h(reinterpret_cast<const char*>(all.data() + kLen * r),
+                        strnlen(reinterpret_cast<const char*>(all.data() + kLen * r), kLen));
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  }
+  return out;
+}
+
+}  // namespace
+
+RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo, Transport& transport, Memory& memory,
+                      int warmup, int iters) {
+  RunReport rep = make_report(ctl, plan, ex, algo);
+  rep.hosts = host_names(ctl);
+  rep.transport_mode = transport.mode();
+  rep.transport_settings = transport.settings();
+  rep.peak_bytes = ctl.gather(memory.peak_bytes());  // the executor's; before the ceiling's scratch blocks
+  if (memory.kind() == MemoryKind::Device) {
+    const CeilingKind kind = ceiling_kind_for(transport);
+    add_ceiling(ctl, plan, memory, transport, kind, rep.rows, std::max(warmup, 1), iters);
+    rep.ceiling_kind = to_string(kind);
+    rep.device = transport.device();
   }
   return rep;
 }

@@ -68,6 +68,11 @@ nlohmann::json error_json(const RunArgs& a, int exit_code, const std::string& me
 // Collective: the rows (phases..., total) with bytes, the busiest rank's traffic and the lower
 // bounds; times (set_samples) and wrong bytes (add_wrong) come as the run goes.
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo);
+// The same plus what the run's transport and memory say (hosts, mode, settings, the executor's peak
+// memory) and, for device memory, the ceiling measured now (ceiling.h): the one record of a run,
+// before its times and wrong bytes.
+RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo, Transport& transport, Memory& memory,
+                      int warmup, int iters);
 // The row (index into rows, not the total) param `param` belongs to: its train PP stage, or misc.
 int row_of(const Plan& plan, uint32_t param);
 // A row's timed iterations (seconds, each the max over ranks): samples, avg, min, max.

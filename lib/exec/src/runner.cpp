@@ -302,41 +302,15 @@ void check_plan_agreement(Control& ctl, const Plan& plan, const BatchPolicy& o, 
     ctl.agree(2, "ranks were given different --streams/--batch-ops/--batch-bytes/--staging-bytes/--window");
 }
 
-// Every rank's host name, once each, in rank order of first appearance.
-std::vector<std::string> host_names(Control& ctl) {
-  constexpr int64_t kLen = 64;
-  std::vector<uint8_t> mine(kLen, 0);
-  char host[kLen] = {};
-  ::gethostname(host, kLen - 1);
-  std::memcpy(mine.data(), host, std::strlen(host));
-  const std::vector<uint8_t> all = ctl.allgather(mine, kLen);
-  std::vector<std::string> out;
-  for (int r = 0; r < ctl.size(); ++r) {
-    const std::string h(reinterpret_cast<const char*>(all.data() + kLen * r),
-                        strnlen(reinterpret_cast<const char*>(all.data() + kLen * r), kLen));
-    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
-  }
-  return out;
-}
-
 int run_main(const RunArgs& a) {
   return guarded(a, [&](Session& s) -> int {
     Control& ctl = s.ctl;
     Executor& ex = *s.exec;
     const Algo algo = a.algo == "golden" ? Algo::Golden : Algo::Reshard;
     const int phases = phase_count(s.plan);
-    RunReport rep = make_report(ctl, s.plan, ex, algo);
-    rep.hosts = host_names(ctl);
-    rep.transport_mode = s.transport->mode();
-    rep.transport_settings = s.transport->settings();
-    rep.peak_bytes = ctl.gather(s.memory->peak_bytes());  // the executor's; before the ceiling's scratch blocks
-    // The ceiling first, so that every row is complete when it is printed.
-    if (s.memory->kind() == MemoryKind::Device) {
-      const CeilingKind kind = ceiling_kind_for(*s.transport);
-      add_ceiling(ctl, s.plan, *s.memory, *s.transport, kind, rep.rows, std::max(a.warmup, 1), a.iters);
-      rep.ceiling_kind = to_string(kind);
-      rep.device = s.transport->device();
-    }
+    // The record the table and the JSON both render: everything but times and wrong bytes, ceiling
+    // included, so that every row is complete when it is printed.
+    RunReport rep = make_report(ctl, s.plan, ex, algo, *s.transport, *s.memory, a.warmup, a.iters);
     const bool rank0 = ctl.rank() == 0;
     auto print = [&](const std::string& text) {
       if (!rank0) return;
