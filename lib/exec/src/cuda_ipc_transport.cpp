@@ -65,6 +65,7 @@
 #include "cuda_region_ops.h"
 #include "mpi_check.h"
 #include "transport.h"
+#include "cuda_ipc_fanout.h"
 #include "cuda_ipc_settings.h"
 #include "cuda_ipc_trace.h"
 #include "transports.h"
@@ -118,36 +119,11 @@ struct Outgoing {
 };
 
 
-// One box copy a push root queues, before copies of one source box to several members are merged.
-struct PushCopy {
-  const void* src;
-  Dims src_shape, src_at;
-  void* dst;
-  Dims dst_shape, dst_at, extent;
-};
-
 template <class P>
 int64_t elements(const std::vector<P>& pieces) {
   int64_t n = 0;
   for (const P& p : pieces) n += p.extent.product();
   return n;
-}
-
-// Orders push copies by everything but their destination: copies that compare equal read the same
-// source box into tensors of one shape at one offset, so they merge into one fan-out. (A sort, not a
-// map keyed by vectors: a misc bucket's root merges ~1000 copies per step, on its critical path.)
-int compare_dims(const Dims& a, const Dims& b) {
-  if (a.n != b.n) return a.n < b.n ? -1 : 1;
-  for (int i = 0; i < a.n; ++i)
-    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
-  return 0;
-}
-int compare_fanout(const PushCopy& a, const PushCopy& b) {
-  if (a.src != b.src) return std::less<const void*>()(a.src, b.src) ? -1 : 1;
-  for (int c : {compare_dims(a.src_at, b.src_at), compare_dims(a.extent, b.extent), compare_dims(a.dst_at, b.dst_at),
-                compare_dims(a.src_shape, b.src_shape), compare_dims(a.dst_shape, b.dst_shape)})
-    if (c != 0) return c;
-  return 0;
 }
 
 // RESHARD_CUDA_IPC_LAUNCH_BYTES (a byte count; default 0: one launch per pass): the first op of a
@@ -556,20 +532,9 @@ class CudaIpcTransport final : public Transport {
         for (const PushCopy& c : copies) copy(c.src, c.src_shape, c.src_at, {c.dst}, c.dst_shape, c.dst_at, c.extent, es, stream);
         copies.clear();
       }
-      std::vector<size_t> order(copies.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::sort(order.begin(), order.end(),
-                [&](size_t a, size_t b) { return compare_fanout(copies[a], copies[b]) < 0; });
-      std::vector<void*> dsts;
-      for (size_t first = 0; first < order.size();) {
-        const PushCopy& c = copies[order[first]];
-        dsts.clear();
-        size_t end = first;
-        for (; end < order.size() && compare_fanout(copies[order[end]], c) == 0; ++end)
-          dsts.push_back(copies[order[end]].dst);
+      for_each_fanout(copies, [&](const PushCopy& c, const std::vector<void*>& dsts) {
         copy(c.src, c.src_shape, c.src_at, dsts, c.dst_shape, c.dst_at, c.extent, es, stream);
-        first = end;
-      }
+      });
     }
     op.state = queued == 0 ? CopyOp::Done : CopyOp::Copying;
   }
