@@ -55,18 +55,25 @@ TEST(SimulateSlice, CopiesLongerThanASliceAreSwitchedInOncePerSlice) {
   EXPECT_EQ(simulate(p, test::time_sliced_gpu("slice-test", 30, 0, 1)).phases.front().switches, 2);
 }
 
-TEST(SimulateSlice, BatchesAreSeparateRuns) {
-  // Batches of 2 ops (one weight's two halves, from the two peers): the ranks wait for each other
-  // between batches, so each batch is switched in again.
+TEST(SimulateSlice, BatchesAreSeparateRunsOnlyOneAtATime) {
+  // Batches of 2 ops (one weight's two halves, from the two peers). One batch at a time (window 1):
+  // each gen rank's context drains between batches, so each of its 8 batches is switched in again.
+  // With batches in flight its next batch is queued before the last is through: the context never
+  // drains until the end, and one slice longer than all its copies holds all 8 batches' passes.
   const Plan p = two_peer_plan(8);
   SystemModel m = test::time_sliced_gpu("slice-test", 30, 0);
   m.batch.batch_ops = 2;
+  m.batch.window = 1;
   const SimPhase per_pass = simulate(p, m).phases.front();
   m.slice_us = 1e6;
   const SimPhase sliced = simulate(p, m).phases.front();
   EXPECT_EQ(sliced.batches, 8);
   EXPECT_EQ(per_pass.switches, 2 * 8 * 2);
   EXPECT_EQ(sliced.switches, 2 * 8);
+  for (int window : {2, 8, 16}) {
+    m.batch.window = window;
+    EXPECT_EQ(simulate(p, m).phases.front().switches, 2) << "window " << window;
+  }
 }
 
 TEST(SimulateSlice, NeverMoreSwitchesThanPassesWhileBatchesFitASlice) {

@@ -126,6 +126,12 @@ struct RankState {
   int64_t batches = 0, total_ops = 0, total_copies = 0, total_launches = 0, total_copy_bytes = 0;
   int64_t total_passes = 0;  // the transport's batched launches (per batch, stream and peer)
   int64_t total_slices = 0;  // time slices its batches' passes need (SystemModel::slice_us)
+  // Since the rank last had no batch in flight: its batches' fixed costs and transport copies. Batches
+  // in flight overlap one another's launch and latency, and their passes queue in one context, where a
+  // time slice runs whatever is queued (so a window fills slices that single batches leave part-used).
+  double run_fixed = 0;
+  int64_t run_batches = 0, run_pass_bytes = 0;
+  bool run_passes = false;
   Bytes4 total_res{};
   Bytes4 misc_res{};  // of total_res, misc buckets'
 };
@@ -223,6 +229,7 @@ class Replayer {
       const int n = s.window.close();
       flush(s);
       retire(s, n);
+      drained(s);
     }
   }
 
@@ -429,6 +436,20 @@ class Replayer {
       s.seconds = std::max(s.seconds, s.ends.front());
       s.ends.pop_front();
     }
+    if (s.ends.empty()) drained(s);
+  }
+
+  // The rank has no batch in flight: the fixed costs of the batches since it last had none are exposed
+  // once per window's worth (window 1: every batch's), their passes took the slices their bytes need.
+  void drained(RankState& s) const {
+    if (s.run_batches > 0) {
+      const int64_t overlap = std::min<int64_t>(s.run_batches, std::max(1, m_.batch.window));
+      s.fixed_seconds += s.run_fixed / static_cast<double>(overlap);
+    }
+    if (s.run_passes) s.total_slices += slices(s.run_pass_bytes);
+    s.run_fixed = 0;
+    s.run_batches = s.run_pass_bytes = 0;
+    s.run_passes = false;
   }
 
   // Closes the open batch: when it ends, and when the rank may start posting the next one.
@@ -470,14 +491,18 @@ class Replayer {
     s.ends.push_back(end);
     s.start += issue;  // posting it took this long; the window decides whether the next waits for it
     if (record_) s.spans.back().end = end;
-    s.fixed_seconds += fixed;
+    s.run_fixed += fixed;
+    ++s.run_batches;
     ++s.batches;
     s.total_ops += s.batch_ops;
     s.batch_ops = 0;
     s.total_copies += s.copies;
     s.total_launches += launches;
     s.total_passes += static_cast<int64_t>(s.pulls.size());
-    if (!s.pulls.empty()) s.total_slices += slices(s.pass_bytes);
+    if (!s.pulls.empty()) {
+      s.run_pass_bytes += s.pass_bytes;
+      s.run_passes = true;
+    }
     s.total_copy_bytes += s.copy_bytes;
     s.copy_bytes = s.copies = s.launches = s.pass_bytes = 0;
     s.pulls.clear();
