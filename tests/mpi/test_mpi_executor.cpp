@@ -163,7 +163,7 @@ TEST(Agreement, DifferentPlansFailEveryRankWithOneMessage) {
   Plan plan = make_plan(c);
   if (ctl.rank() == 1) plan.fingerprint = "0123456789abcdef";
   try {
-    check_plan_agreement(ctl, plan, BatchPolicy{}, "p.json");
+    check_plan_agreement(ctl, plan, "p.json");
     ADD_FAILURE() << "mismatched fingerprints accepted";
   } catch (const AgreedError& e) {
     EXPECT_EQ(e.code(), ErrorCode::Config);
@@ -180,7 +180,7 @@ TEST(Agreement, WorldSizeMustMatchThePlan) {
   c.gen = par(1);
   const Plan plan = make_plan(c);
   try {
-    check_plan_agreement(ctl, plan, BatchPolicy{}, "p.json");
+    check_plan_agreement(ctl, plan, "p.json");
     ADD_FAILURE() << "world size mismatch accepted";
   } catch (const AgreedError& e) {
     EXPECT_EQ(e.code(), ErrorCode::Config);

@@ -167,7 +167,7 @@ struct Session {
       const std::vector<uint8_t> canonical = encode_plan(plan, PlanFormat::Cbor);
       plan_content = stable_hash(std::string(canonical.begin(), canonical.end()));
     });
-    check_plan_agreement(ctl, plan, a.exec, a.plan_path);
+    check_plan_agreement(ctl, plan, a.plan_path);
     check_flag_agreement(ctl, a, plan_content);
     // Before any allocation or communication: every transfer, fan-out and bucket in bounds, on its
     // meshes and groups, and no two params in one storage region (a hand-edited plan must not crash a
@@ -277,7 +277,7 @@ void check_build_agreement(Control& ctl) {
                    (a < b ? second : first) + ": run the same reshard binary on every rank");
 }
 
-void check_plan_agreement(Control& ctl, const Plan& plan, const BatchPolicy& o, const std::string& origin) {
+void check_plan_agreement(Control& ctl, const Plan& plan, const std::string& origin) {
   int64_t fp = 0;
   bool parsed = true;
   try {
@@ -296,10 +296,6 @@ void check_plan_agreement(Control& ctl, const Plan& plan, const BatchPolicy& o, 
     ctl.agree(2, origin + " is for " + std::to_string(plan.train_world()) + " train + " + std::to_string(plan.gen_world()) +
                      " gen = " + std::to_string(plan.world()) + " ranks, but the world has " + std::to_string(ctl.size()) +
                      ": run mpirun -np " + std::to_string(plan.world()));
-  const int64_t flags =
-      (o.streams * 1000003LL) ^ (o.batch_ops * 7919LL) ^ o.batch_bytes ^ (o.staging_bytes << 1) ^ (o.window * 104729LL);
-  if (ctl.min(flags) != ctl.max(flags))
-    ctl.agree(2, "ranks were given different --streams/--batch-ops/--batch-bytes/--staging-bytes/--window");
 }
 
 int run_main(const RunArgs& a) {

@@ -39,7 +39,7 @@ std::string build_identity();
 void check_build_agreement(Control& control);
 
 // Checks, collectively, that every rank loaded the same plan (fingerprint min == max over ranks),
-// that the world matches it and that the executor flags agree. Throws an agreed Error(Config).
-void check_plan_agreement(Control& control, const Plan& plan, const BatchPolicy& options, const std::string& origin);
+// and that the world matches it. Throws an agreed Error(Config). (The flags: check_flag_agreement.)
+void check_plan_agreement(Control& control, const Plan& plan, const std::string& origin);
 
 }  // namespace reshard
