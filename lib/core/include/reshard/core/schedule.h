@@ -24,9 +24,10 @@ struct WorkUnit {
   int stream = 0;
 };
 
-// Measured with `simulate` on NCCL M2N's rows at window 8 (lags 0, 1, 2, 3, 4, 8): 2 was best on both
-// (docs/performance.md).
-inline constexpr int kFanoutLag = 2;
+// Measured with `simulate` on the seed's and NCCL M2N's rows at window 16 (lags 2 to 24;
+// docs/performance.md): 7 and 8 keep every row within 1.15x of its floor, 6 does not; 2 left
+// Qwen3-235B's fan-out roots waiting on 1.6 GB units still in their NIC queue.
+inline constexpr int kFanoutLag = 8;
 
 struct Schedule {
   std::vector<WorkUnit> units;
