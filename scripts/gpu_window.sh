@@ -4,7 +4,8 @@
 # (the default), each `run --json` for scripts/calibrate.sh: cuda-ipc with 4 and 8 ranks on the GPU,
 # and CPU MPI with 16 and 32 ranks whose time the waits set (train PP 2 and 4, gen DP 2).
 # Run from the repo root with $OUT set; writes $OUT/gpu_window.log, $OUT/{ipc,cpu}/*.json and the
-# plans under $OUT/plans/<fingerprint>.json. Env: BUILD, JOBS, SKIP_CTEST=1 (scripts/gpu_common.sh).
+# plans under $OUT/plans/<fingerprint>.json. Env: BUILD, JOBS, SKIP_CTEST=1 (scripts/gpu_common.sh),
+# CASES (default "ipc cpu"; "ipc" alone skips the CPU MPI runs, which take most of the call).
 set -uo pipefail
 OUT=${OUT:?set OUT to the results folder}
 LOG=$OUT/gpu_window.log
@@ -18,8 +19,11 @@ ipc_case() {  # name ranks train_gpus train gen_gpus gen
     ALGOS=reshard ITERS=5 run_case "${name}_w$w" $M "$@" RUN --window "$w" --json "$OUT/ipc/${name}_w$w.json" --force
   done
 }
-ipc_case ipc_qwen3_4b_dp2_tp2 4 2 tp=1 2 tp=2
-ipc_case ipc_qwen3_4b_pp2dp2_tp2dp2 8 4 tp=1,pp=2 4 tp=2
+CASES=${CASES:-ipc cpu}
+if [[ " $CASES " == *" ipc "* ]]; then
+  ipc_case ipc_qwen3_4b_dp2_tp2 4 2 tp=1 2 tp=2
+  ipc_case ipc_qwen3_4b_pp2dp2_tp2dp2 8 4 tp=1,pp=2 4 tp=2
+fi
 cpu_case() {  # name ranks train_gpus train gen_gpus gen
   local name=$1; shift
   for w in 1 16; do
@@ -27,10 +31,13 @@ cpu_case() {  # name ranks train_gpus train gen_gpus gen
       --json "$OUT/cpu/${name}_w$w.json" --force
   done
 }
-cpu_case cpu_pp2dp4_tp4dp2 16 8 tp=1,pp=2 8 tp=4
-cpu_case cpu_pp4dp2_tp4dp2 16 8 tp=1,pp=4 8 tp=4
-cpu_case cpu_pp4dp4_tp8dp2 32 16 tp=1,pp=4 16 tp=8
+if [[ " $CASES " == *" cpu "* ]]; then
+  cpu_case cpu_pp2dp4_tp4dp2 16 8 tp=1,pp=2 8 tp=4
+  cpu_case cpu_pp4dp2_tp4dp2 16 8 tp=1,pp=4 8 tp=4
+  cpu_case cpu_pp4dp4_tp8dp2 32 16 tp=1,pp=4 16 tp=8
+fi
 for f in "$OUT"/ipc/*.json "$OUT"/cpu/*.json; do
+  [ -f "$f" ] || continue
   say "$(basename "$f" .json): $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" ".join("%s %.2f ms" % (p["phase"], p["time_ms_avg"]) for p in r["phases"]))' "$f" 2>/dev/null)"
 done
 keep_plans_by_fingerprint
