@@ -123,6 +123,28 @@ TEST(BoxOps, ContiguityAgreesWithLinearIndices) {
       }
 }
 
+TEST(BoxOps, FindOverlap) {
+  auto box = [](Dims o, Dims e) { return Box{o, e}; };
+  // Column stripes of a [4, 8] tensor, 2 wide: none overlap, in any order given.
+  std::vector<Box> stripes = {box({0, 6}, {4, 2}), box({0, 0}, {4, 2}), box({0, 4}, {4, 2}), box({0, 2}, {4, 2})};
+  EXPECT_FALSE(find_overlap(stripes));
+  // A third stripe [0:4, 3:5] meets both [.., 2:4] and [.., 4:6]; the first found is named.
+  stripes.push_back(box({0, 3}, {4, 2}));
+  const auto hit = find_overlap(stripes);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->first, box({0, 2}, {4, 2}));
+  EXPECT_EQ(hit->second, box({0, 3}, {4, 2}));
+  // A 2 x 2 grid of [2, 2] tiles: touching edges are no overlap; a duplicate tile is.
+  std::vector<Box> grid = {box({2, 2}, {2, 2}), box({0, 0}, {2, 2}), box({0, 2}, {2, 2}), box({2, 0}, {2, 2})};
+  EXPECT_FALSE(find_overlap(grid));
+  grid.push_back(box({2, 0}, {2, 2}));
+  ASSERT_TRUE(find_overlap(grid));
+  EXPECT_EQ(find_overlap(grid)->first, box({2, 0}, {2, 2}));
+  // Fewer than two boxes: nothing to compare.
+  std::vector<Box> one = {box({0}, {3})};
+  EXPECT_FALSE(find_overlap(one));
+}
+
 TEST(BoxOps, LinearIndex) {
   EXPECT_EQ(linear_index(Dims{0, 0, 0}, Dims{3, 4, 5}), 0);
   EXPECT_EQ(linear_index(Dims{1, 2, 3}, Dims{3, 4, 5}), 1 * 20 + 2 * 5 + 3);

@@ -68,6 +68,28 @@ TEST(Planner, SeedQwen3_30B_EP8PP2toTP8DP2) {
   EXPECT_TRUE(v.ok()) << (v.problems.empty() ? "" : v.problems[0]);
 }
 
+// verify names a box a gen rank receives twice (find_overlap over its received boxes): a plan whose
+// second piece of a param repeats the first is refused, with both boxes in the message.
+TEST(Planner, VerifyNamesABoxReceivedTwice) {
+  // Train TP2 to one gen rank: each down_proj arrives as two column halves, one from each train rank.
+  Plan plan = plan_reshard(test::small_mlp(2, "twice"), test::system_of(2, 1, 2, 1, 1, 1), PlanOptions{});
+  ASSERT_TRUE(verify_plan(plan).ok());
+  bool changed = false;
+  for (const ParamPlan& param : plan.params) {
+    if (param.path != Path::Bulk || param.transfer_count < 2) continue;
+    Transfer& a = plan.transfers[param.transfer_begin];
+    Transfer& b = plan.transfers[param.transfer_begin + 1];
+    if (a.dst != b.dst) continue;
+    b = a;
+    changed = true;
+    break;
+  }
+  ASSERT_TRUE(changed) << "no bulk param sent in two pieces to one rank";
+  const VerifyReport v = verify_plan(plan);
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.problems.front().find("received twice (overlaps"), std::string::npos) << v.problems.front();
+}
+
 }  // namespace
 }  // namespace reshard
 

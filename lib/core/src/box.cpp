@@ -1,6 +1,7 @@
 #include "reshard/core/box.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "reshard/core/error.h"
 
@@ -96,6 +97,32 @@ std::optional<Box> intersect(const Box& a, const Box& b) {
     r.extent[i] = end - begin;
   }
   return r;
+}
+
+std::optional<std::pair<Box, Box>> find_overlap(std::vector<Box>& boxes) {
+  if (boxes.size() < 2) return std::nullopt;
+  const int n = boxes.front().offset.n;
+  int dim = 0;
+  size_t most = 0;
+  std::vector<int64_t> starts(boxes.size());
+  for (int d = 0; d < n; ++d) {
+    for (size_t i = 0; i < boxes.size(); ++i) starts[i] = boxes[i].offset.n == n ? boxes[i].offset[d] : 0;
+    std::sort(starts.begin(), starts.end());
+    const size_t distinct = static_cast<size_t>(std::unique(starts.begin(), starts.end()) - starts.begin());
+    if (distinct > most) {
+      most = distinct;
+      dim = d;
+    }
+  }
+  // Boxes of another rank than the first compare pairwise (intersect says none meet).
+  auto start = [&](const Box& b) { return b.offset.n == n ? b.offset[dim] : 0; };
+  std::sort(boxes.begin(), boxes.end(), [&](const Box& a, const Box& b) { return start(a) < start(b); });
+  for (size_t a = 0; a < boxes.size(); ++a) {
+    const int64_t end = boxes[a].offset.n == n ? boxes[a].offset[dim] + boxes[a].extent[dim] : INT64_MAX;
+    for (size_t b = a + 1; b < boxes.size() && start(boxes[b]) < end; ++b)
+      if (intersect(boxes[a], boxes[b])) return std::pair{boxes[a], boxes[b]};
+  }
+  return std::nullopt;
 }
 
 bool contains(const Box& outer, const Box& inner) {

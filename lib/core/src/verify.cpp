@@ -124,13 +124,9 @@ class Verifier {
       int64_t total = 0;
       for (const Box& b : got) total += b.elements();
       report_.elements_checked += needed;
-      bool overlap = false;
-      for (size_t a = 0; a < got.size() && !overlap; ++a)
-        for (size_t b = a + 1; b < got.size() && !overlap; ++b)
-          if (intersect(got[a], got[b])) {
-            problem(where(param, rank, got[b]) + ": received twice (overlaps " + got[a].str() + ")");
-            overlap = true;
-          }
+      const auto twice = find_overlap(got);
+      const bool overlap = twice.has_value();
+      if (overlap) problem(where(param, rank, twice->second) + ": received twice (overlaps " + twice->first.str() + ")");
       if (!overlap && total != needed)
         problem(where(param, rank, need) + ": receives " + std::to_string(total) + " of its " +
                 std::to_string(needed) + " elements");

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace reshard {
@@ -51,6 +52,11 @@ struct Box {
 Box full_box(const Dims& shape);
 std::optional<Box> intersect(const Box& a, const Box& b);
 bool contains(const Box& outer, const Box& inner);
+// Two boxes of `boxes` that intersect (the first found), or none. Sorts `boxes` along the dim with the
+// most distinct offsets and compares each box only with those that start before it ends there:
+// near-linear for stripes along any one dim (pairwise, one rank's thousands of fan-out pieces cost
+// verify 1.3 billion tests on DeepSeek-V3 with --bulk all).
+std::optional<std::pair<Box, Box>> find_overlap(std::vector<Box>& boxes);
 // Offsets of `inner` relative to `outer`'s origin.
 Dims relative(const Box& inner, const Dims& origin);
 // True when a box of `extent` placed in a row-major tensor of `shape` occupies one contiguous run.
