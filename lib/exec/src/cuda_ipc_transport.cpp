@@ -17,9 +17,9 @@
 // The copies of every op started in one progress pass on one stream go out as ONE batched kernel
 // launch (cuda_batch_copy.h), followed by one event for all those ops (RESHARD_CUDA_IPC_LAUNCH_BYTES
 // may launch one big op early; off by default). Per batch and stream:
-//   flush: a describer synchronizes the stream (pull: the packs of the non-box path are done, so the
-//          sources are there; push: earlier work on the destinations, e.g. unpacking staging, is
-//          done), then sends ONE message per peer holding the descriptions of all its ops to that peer
+//   flush: a pull describer synchronizes the stream (the packs of the non-box path are done, so the
+//          sources are there; a push describer's destinations are idle by the flush contract,
+//          transport.h), then sends ONE message per peer holding the descriptions of all its ops to that peer
 //          (MPI, the transport's own communicator, tag = stream); a flush ends the stream's batch;
 //   wait:  one progress loop over all streams: arrived messages are numbered per (stream, peer); a
 //          posted copying op takes the description its peers sent for it (the k-th op between two
@@ -275,9 +275,11 @@ class CudaIpcTransport final : public Transport {
       return;
     }
     if (tracing()) flush_begin_ = MPI_Wtime();
-    // What was described is idle once the stream is: pull: the sources (packs ran on this stream, or
-    // before the batch); push: the destinations (nothing on this stream still reads or writes them).
-    RESHARD_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream(stream)));
+    // Pull: the described sources are complete once the stream is (packs ran on it, or before the
+    // batch). Push: the destinations are idle already (Transport::flush: the executor synchronizes
+    // after every unpack and quantize before it posts anything later); syncing here would also wait
+    // for this rank's own pushes (a fan-out root's) and drain its batches in flight at every flush.
+    if (!push_) RESHARD_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream(stream)));
     for (auto& [peer, q] : s.queued) {
       post(peer, stream, std::move(q.data));
       s.described[peer] += q.ops;

@@ -60,7 +60,10 @@ class Transport {
   virtual void recv(int stream, int group, int peer, void* buf, int64_t bytes) = 0;
   // On the root `buf` is read, elsewhere written; every member of `group` posts it.
   virtual void broadcast(int stream, int group, int root, void* buf, int64_t bytes) = 0;
-  // Starts the ops posted on `stream` since the last flush, as one batch (NCCL: group end).
+  // Starts the ops posted on `stream` since the last flush, as one batch (NCCL: group end). The
+  // caller's part: a buffer posted for receiving is idle by the flush (no work the caller queued on
+  // any stream still reads or writes it); a buffer posted for sending may still be written by work
+  // queued earlier on `stream` (packs), and the transport orders its reads after that work.
   virtual void flush(int stream) = 0;
   // Blocks until every op of the batches flushed on `stream` but the newest `keep` has completed;
   // keep 0: every op posted on it (none may be posted after its last flush).
