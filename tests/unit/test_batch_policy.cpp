@@ -157,6 +157,26 @@ TEST(BatchWindow, AFanOutRootWaitsForTheOpenBatchThatWritesWhatItSends) {
          "root of rows [0, 2): their batch closes and is waited for at once, window or not");
 }
 
+TEST(BatchWindow, PostTheOpenBatchThenRetireTheOldestOneByOne) {
+  // The executor's landing in the way (executor_landings.cpp): post what is open, then wait for the
+  // oldest batches one at a time until the landing has closed; staging restarts at 0 once none is
+  // posted.
+  BatchWindow w(policy(2, 4), 200);
+  const Op recv = op_at(OpKind::Recv, false, false, 0);
+  expect(w.add(recv, 40), {false, 0, 0}, "a");
+  expect(w.add(recv, 40), {false, 0, 40}, "b");
+  expect(w.add(recv, 40), {true, 0, 80}, "c: [a b] posted");
+  EXPECT_TRUE(w.post_open());   // [c] posted
+  EXPECT_FALSE(w.post_open());  // nothing open
+  EXPECT_EQ(w.posted(), 2);
+  EXPECT_TRUE(w.retire_oldest());  // [a b]
+  EXPECT_EQ(w.posted(), 1);
+  expect(w.add(recv, 40), {false, 0, 120}, "d: after [c]'s staging at 80");
+  EXPECT_TRUE(w.retire_oldest());  // [c]
+  EXPECT_FALSE(w.retire_oldest());
+  EXPECT_EQ(w.close(), 1);  // [d]
+}
+
 TEST(BatchWindow, BoundsOfTheWindow) {
   Problems problems;
   BatchPolicy p;

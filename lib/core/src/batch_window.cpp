@@ -52,6 +52,18 @@ BatchWindow::Step BatchWindow::add(const Op& op, int64_t staged) {
   return step;
 }
 
+bool BatchWindow::post_open() {
+  if (open_.empty()) return false;
+  post();
+  return true;
+}
+
+bool BatchWindow::retire_oldest() {
+  if (posted_.empty()) return false;
+  posted_.pop_front();
+  return true;
+}
+
 int BatchWindow::close() {
   if (!open_.empty()) post();
   const int n = static_cast<int>(posted_.size());

@@ -9,7 +9,7 @@
 namespace reshard {
 
 // Opens the landings of `op` that are closed, at their place in the layout of `algo`: when a landing
-// still open is in the way (its last op is in this batch), the batch ends first and frees it.
+// still open is in the way, the batches up to the one holding its last op end first and free it.
 // Block-FP8 sources are dequantized into theirs on the op's stream (before the op's copies and sends).
 void Executor::open_landings(const Op& op, Algo algo, BatchWindow& window) {
   const LandingLayout& layout = landing_layout_[static_cast<int>(algo)];
@@ -22,8 +22,10 @@ void Executor::open_landings(const Op& op, Algo algo, BatchWindow& window) {
       return false;
     };
     if (in_the_way()) {
-      close_open();
-      retire(window.close());
+      // The landing in the way closes with its last op on this rank: post the open batch (it may
+      // hold that op), then wait for the oldest batches only until it has closed.
+      if (window.post_open()) close_open();
+      while (in_the_way() && window.retire_oldest()) retire(1);
     }
     if (in_the_way())  // the layout rules this out; a bug if it happens
       throw runtime_error("landing of " + plan_.params[storages_.landings[l].param].name +

@@ -33,9 +33,13 @@ class BatchWindow {
   };
   // Places `op` (taking `staged` bytes of staging; at most the staging size) and says what comes first.
   Step add(const Op& op, int64_t staged);
-  // Closes the open batch (if it holds any op) and retires every posted one (the end of the list, or a
-  // landing that needs the space): returns how many.
+  // Closes the open batch (if it holds any op) and retires every posted one (the end of the list):
+  // returns how many.
   int close();
+  // Posts the open batch, if it holds any op, without waiting for any: returns whether it did.
+  bool post_open();
+  // Waits for (forgets) the oldest posted batch; false when none is posted.
+  bool retire_oldest();
   bool open_empty() const { return open_.empty(); }
   int posted() const { return static_cast<int>(posted_.size()); }
 
