@@ -114,7 +114,7 @@ std::optional<std::pair<Box, Box>> find_overlap(std::vector<Box>& boxes) {
       dim = d;
     }
   }
-  // Boxes of another rank than the first compare pairwise (intersect says none meet).
+  // A box of another dimensionality than the first (a malformed plan) compares with every box after it.
   auto start = [&](const Box& b) { return b.offset.n == n ? b.offset[dim] : 0; };
   std::sort(boxes.begin(), boxes.end(), [&](const Box& a, const Box& b) { return start(a) < start(b); });
   for (size_t a = 0; a < boxes.size(); ++a) {
