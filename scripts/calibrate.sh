@@ -5,8 +5,9 @@
 # usage: scripts/calibrate.sh [--build DIR] [--system PRESET] [--json OUT] [RUN_JSON|DIR ...]
 #        scripts/calibrate.sh --measure-host [NP]   (the cpu-mpi-local microbenchmark, JSON on stdout)
 #   default inputs: results/*.json, results/gpu/*.json, results/gpu/mps/*.json,
-#   results/gpu/extra/mps_stress/*.json, results/gpu/{push,push_mps,pull}/*.json and the older device
-#   call's results/gpu/extra/24ab0ab/{push,push_mps,pull}/*.json: records of format
+#   results/gpu/extra/mps_stress/*.json, results/gpu/{push,push_mps,pull}/*.json, the older device
+#   call's results/gpu/extra/24ab0ab/{push,push_mps,pull}/*.json and the window runs of the current
+#   executor, results/gpu/window_push_nosync/ipc/*.json: records of format
 #             "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -109,7 +110,7 @@ fi
 [ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu results/gpu/mps results/gpu/extra/mps_stress
                                   results/gpu/push results/gpu/push_mps results/gpu/pull
                                   results/gpu/extra/24ab0ab/push results/gpu/extra/24ab0ab/push_mps
-                                  results/gpu/extra/24ab0ab/pull)
+                                  results/gpu/extra/24ab0ab/pull results/gpu/window_push_nosync/ipc)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import json, os, shlex, subprocess, sys
 
