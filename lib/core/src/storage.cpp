@@ -34,6 +34,7 @@ LocalStorage src_storage_fp8(const ParamPlan& p, uint32_t i, const Box& box) {
 
 std::vector<LocalStorage> src_storages(const Plan& plan, int rank) {
   std::vector<LocalStorage> out;
+  if (plan.is_gen(rank)) return out;  // train ranks hold every source (and root every bucket)
   for (uint32_t i = 0; i < plan.params.size(); ++i) {
     const ParamPlan& p = plan.params[i];
     if (p.path != Path::Bulk) continue;
