@@ -150,18 +150,6 @@ TEST(BatchWindow, AFanOutRootWaitsForThePostedBatchThatWritesWhatItSends) {
   EXPECT_EQ(w.close(), 3);  // [root 0-2], [root 6-8] still posted, and the open [root 4-6]
 }
 
-TEST(BatchWindow, TheOpenBatchStaysOpenWhileAFanOutRootWaitsForAPostedOne) {
-  BatchWindow w(policy(2, 4), 0);
-  expect(w.add(op_at(OpKind::Recv, false, false, 0), 0), {false, 0, 0}, "a: rows [0, 2) arrive");
-  expect(w.add(op_at(OpKind::Recv, false, false, 4), 0), {false, 0, 0}, "b: rows [4, 6) arrive");
-  expect(w.add(op_at(OpKind::Recv, false, false, 6), 0), {true, 0, 0}, "c: [a b] posted; window 4: no wait");
-  expect(w.add(op_at(OpKind::Broadcast, true, true, 0), 0), {false, 1, 0},
-         "d: root of rows [0, 2): [a b] is waited for; [c] stays open and takes d");
-  EXPECT_EQ(w.posted(), 0);
-  expect(w.add(op_at(OpKind::Recv, false, false, 2), 0), {true, 0, 0}, "e: [c d] holds two ops: posted");
-  EXPECT_EQ(w.close(), 2);  // [c d] and [e]
-}
-
 TEST(BatchWindow, AFanOutRootWaitsForTheOpenBatchThatWritesWhatItSends) {
   BatchWindow w(policy(8, 4), 0);
   expect(w.add(op_at(OpKind::Recv, false, false, 0), 0), {false, 0, 0}, "rows [0, 2) arrive");

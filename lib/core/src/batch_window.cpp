@@ -29,27 +29,23 @@ BatchWindow::Step BatchWindow::add(const Op& op, int64_t staged) {
   int feeds = -1;
   for (int j = 0; j < static_cast<int>(posted_.size()); ++j)
     if (posted_[j].fill.feeds(op)) feeds = j;
-  if (!open_.empty() && open_.closes_before(policy_, op, staged, limit(open_begin_) - open_begin_)) {
+  if (!open_.empty() && (feeds >= 0 || open_.closes_before(policy_, op, staged, limit(open_begin_) - open_begin_))) {
     if (open_.feeds(op)) feeds = static_cast<int>(posted_.size());  // the open batch, about to be posted
     post();
     step.close = true;
   }
-  auto drop = [&](int n) {
-    for (; n > 0; --n, ++step.retire) posted_.pop_front();
-  };
   if (open_.empty()) {
-    drop(std::max(feeds + 1, static_cast<int>(posted_.size()) - (policy_.window - 1)));
+    int retire = std::max(feeds + 1, static_cast<int>(posted_.size()) - (policy_.window - 1));
+    auto drop = [&](int n) {
+      for (; n > 0; --n, ++step.retire) posted_.pop_front();
+    };
+    drop(retire);
     if (posted_.empty()) {
       open_begin_ = 0;
     } else if (staged > 0 && (open_begin_ + staged > limit(open_begin_) || overlaps(open_begin_, open_begin_ + staged))) {
       open_begin_ = 0;  // wrap; wait for the batches whose staging is in the way
       while (overlaps(0, staged)) drop(1);
     }
-  } else {
-    // A posted batch feeds the op: it is waited for and the open batch stays open across the wait
-    // (closing it would flush a batch per fan-out root: 150 batches of 9 ops on the 8-rank H200 plan).
-    // Its staging is untouched: retiring older batches only frees ring space.
-    drop(feeds + 1);
   }
   step.staging_at = open_begin_ + open_.staged();
   open_.add(op, staged);

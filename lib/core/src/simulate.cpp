@@ -455,9 +455,8 @@ class Replayer {
   // Closes the open batch: when it ends, and when the rank may start posting the next one.
   void flush(RankState& s) {
     if (s.batch_ops == 0) return;
-    // Each resource takes the batch's ops in the order they became ready, none before it was nor before
-    // the batch is flushed (an op posted before a wait the open batch stayed open across moves after
-    // it), behind what the rank's earlier batches still move on it.
+    // Each resource takes the batch's ops in the order they became ready, none before it was, behind
+    // what the rank's earlier batches still move on it.
     std::stable_sort(s.wire.begin(), s.wire.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::array<double, kResources>& free = s.free;
     Bytes4 sum{};
@@ -465,7 +464,7 @@ class Replayer {
     for (const auto& [ready, res] : s.wire)
       for (int i = 0; i < kResources; ++i) {
         if (res[i] == 0) continue;
-        free[i] = std::max({free[i], ready, s.start}) + static_cast<double>(res[i]) / beta_[i];
+        free[i] = std::max(free[i], ready) + static_cast<double>(res[i]) / beta_[i];
         through = std::max(through, free[i]);
         sum[i] += res[i];
       }

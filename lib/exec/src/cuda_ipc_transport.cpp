@@ -291,10 +291,12 @@ class CudaIpcTransport final : public Transport {
 
   void wait(int stream, int keep) override {
     Stream& s = at(stream);
-    // The flushed batches before `through`; the open batch's ops (posted since the last flush) stay.
-    const int64_t through = s.flushes - keep;
+    if (keep == 0 && !s.queued.empty()) throw runtime_error("cuda-ipc: wait(" + std::to_string(stream) + ") before flush");
+    // keep 0: every op posted (copying ops need no flush); else the batches before `through`.
+    const int64_t through = keep == 0 ? INT64_MAX : s.flushes - keep;
     if (through <= s.done) return;
-    const std::map<int, int64_t> need = s.described_at[static_cast<size_t>(through - s.done - 1)];
+    const std::map<int, int64_t> need =
+        keep == 0 ? s.described : s.described_at[static_cast<size_t>(through - s.done - 1)];
     double last = MPI_Wtime();
     if (tracing()) {
       trace_.push_back(WaitTrace{stream, flush_begin_, flush_end_, last});
@@ -312,8 +314,13 @@ class CudaIpcTransport final : public Transport {
       release_event(s, s.ops.front().event);
       s.ops.pop_front();
     }
-    s.described_at.erase(s.described_at.begin(), s.described_at.begin() + (through - s.done));
-    s.done = through;
+    if (keep == 0) {
+      s.described_at.clear();
+      s.done = s.flushes;
+    } else {
+      s.described_at.erase(s.described_at.begin(), s.described_at.begin() + (through - s.done));
+      s.done = through;
+    }
     if (tracing()) trace_.back().end = MPI_Wtime();
   }
 
@@ -647,8 +654,6 @@ class CudaIpcTransport final : public Transport {
       cudaEvent_t queried = nullptr;  // the last event queried in this pass, and what it said
       cudaError_t queried_state = cudaSuccess;
       for (CopyOp& op : s.ops) {
-        // An open batch's ops wait for its flush: only then are their buffers idle (Transport::flush).
-        if (op.batch >= s.flushes) break;
         if (op.state == CopyOp::Waiting) {
           if (!take_descriptions(op, stream, descs)) continue;
           if (tracing() && !trace_.empty()) {

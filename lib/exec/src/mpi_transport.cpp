@@ -85,8 +85,7 @@ class MpiTransport final : public Transport {
     Stream& s = at(stream);
     const int flushed = static_cast<int>(s.bounds.size());
     if (keep > 0 && keep >= flushed) return;
-    // Requests past the last bound are the open batch's (started by MPI, but not waited for here).
-    const size_t n = flushed == 0 || keep >= flushed ? 0 : s.bounds[static_cast<size_t>(flushed - keep - 1)];
+    const size_t n = keep > 0 ? s.bounds[static_cast<size_t>(flushed - keep - 1)] : s.requests.size();
     if (n == 0) return;
     std::vector<MPI_Request> requests(s.requests.begin(), s.requests.begin() + static_cast<std::ptrdiff_t>(n));
     std::vector<MPI_Status> st(n);

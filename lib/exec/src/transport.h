@@ -4,7 +4,7 @@
 //
 // Usage, identical on every rank: setup() once (collective over the world), then any number of
 // batches: post send/recv/broadcast ops on streams, flush() each stream used (that ends the stream's
-// batch), and later wait() for it; a wait may come while the next batch is half posted. Up to --window batches of a stream may be flushed and not yet
+// batch), and later wait() for it. Up to --window batches of a stream may be flushed and not yet
 // waited for (batch_window.h); wait(stream, keep) completes all of them but the newest `keep`. A
 // buffer handed to an op may be reused only after the wait that completed its batch returned.
 // Ordering contract (what keeps batches deadlock-free and matching correct): every rank posts the
@@ -65,9 +65,8 @@ class Transport {
   // any stream still reads or writes it); a buffer posted for sending may still be written by work
   // queued earlier on `stream` (packs), and the transport orders its reads after that work.
   virtual void flush(int stream) = 0;
-  // Blocks until every op of the batches flushed on `stream` but the newest `keep` has completed
-  // (keep 0: all flushed ones). Ops posted since the last flush are left alone: they belong to the
-  // stream's open batch, which the caller may keep filling across the wait (batch_window.h).
+  // Blocks until every op of the batches flushed on `stream` but the newest `keep` has completed;
+  // keep 0: every op posted on it (none may be posted after its last flush).
   virtual void wait(int stream, int keep) = 0;
   // Box ops (only where supports_boxes()): the same matching, ordering and completion as send/recv/
   // broadcast, but the wire box (`wire_extent` elements of `elem_size` bytes) is described by where its

@@ -6,18 +6,14 @@
 // not yet waited for. Before an op it closes the open batch where the batch policy says (BatchFill),
 // then waits for the oldest posted batches ("retires" them) until
 //   - at most window - 1 stay posted (window 1: every batch is waited for as soon as it closes);
-//   - none still writes a region the op (a fan-out root) sends from: the op reads what it received.
-//     When a posted batch writes it and the open one does not, the open batch stays open across the
-//     wait (Transport::wait completes flushed batches only), so a fan-out root does not flush a
-//     batch of its own per op;
+//   - none still writes a region the op (a fan-out root) sends from: the op reads what it received;
 //   - the op's staging does not overlap the staging of a batch still posted.
 // Staging is one ring of `staging_size` bytes: a batch takes the bytes after the newest posted
 // batch's, or starts again at 0 when they do not fit (at 0 whenever nothing is posted, so window 1
 // stages exactly as one batch at a time does). Memory stays bounded by --staging-bytes for any window.
 // Deadlock freedom: a rank waits only for batches it has flushed, whose ops all precede, in the
-// shared global order, every op it has not yet flushed (its open batch's included); so every rank of
-// the lowest unfinished op gets past its waits to flush it, and it completes (the argument of one
-// batch at a time, unchanged).
+// shared global order, every op it has not yet posted; so the lowest unfinished op is posted by all
+// its ranks and completes (the argument of one batch at a time, unchanged).
 #pragma once
 #include <cstdint>
 #include <deque>
