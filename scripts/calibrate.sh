@@ -7,7 +7,8 @@
 #   default inputs: results/*.json, results/gpu/*.json, results/gpu/mps/*.json,
 #   results/gpu/extra/mps_stress/*.json, results/gpu/{push,push_mps,pull}/*.json, the older device
 #   call's results/gpu/extra/24ab0ab/{push,push_mps,pull}/*.json and the window runs of the current
-#   executor, results/gpu/window_push_nosync/ipc/*.json: records of format
+#   executor, results/gpu/window_push_nosync/ipc/*.json, and the current build's gpu_bench.sh call,
+#   results/gpu/bench_19254c7/gpu_runs.json: records of format
 #             "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -110,7 +111,8 @@ fi
 [ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu results/gpu/mps results/gpu/extra/mps_stress
                                   results/gpu/push results/gpu/push_mps results/gpu/pull
                                   results/gpu/extra/24ab0ab/push results/gpu/extra/24ab0ab/push_mps
-                                  results/gpu/extra/24ab0ab/pull results/gpu/window_push_nosync/ipc)
+                                  results/gpu/extra/24ab0ab/pull results/gpu/window_push_nosync/ipc
+                                  results/gpu/bench_19254c7)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import json, os, shlex, subprocess, sys
 
@@ -143,7 +145,7 @@ for f in files:
     except (OSError, ValueError):
         continue
     for i, rec in enumerate(d if isinstance(d, list) else [d]):
-        if isinstance(rec, dict) and rec.get("format") == "reshard-run":
+        if isinstance(rec, dict) and rec.get("format") == "reshard-run" and "plan" in rec:  # none: the run failed
             name = os.path.splitext(os.path.basename(f))[0]
             if isinstance(d, list):
                 name += ":" + rec.get("config", str(i)).split(" ")[0]

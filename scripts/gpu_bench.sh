@@ -14,7 +14,9 @@
 #   plus NCCL's refusal of two ranks on one GPU (exit 2 with the message).
 # Env: GIT_REV (recorded as the revision; default: git rev-parse in the tree),
 #      BUILD (default build-gpu), JOBS (default nproc), ITERS (default 5), SKIP_BUILD=1, SKIP_CTEST=1,
-#      CONFIGS (config ids to run, default "1a 1b 2 3"), RUN_FLAGS (`reshard run` flags for every run;
+#      PLAN_DIR (a folder of plans NAME.json to use instead of planning here: config 2's plan takes
+#      --exclude, a regex, which a build without RE2 refuses, e.g. the device's; make it on a machine
+#      with RE2 and carry it), CONFIGS (config ids to run, default "1a 1b 2 3"), RUN_FLAGS (`reshard run` flags for every run;
 #      default: 4 GiB / 4096-op batches, 1 GiB staging: on a GPU shared by all ranks each batch costs
 #      ~0.5 ms of handshakes and context switches; config 1a with box ops measured efficiency 0.40 at
 #      the 256 MiB / 64-op defaults, 0.60 at 1 GiB / 512 ops, 0.65 at 4 GiB / 4096 ops (docs/gpu.md).
@@ -182,6 +184,10 @@ fi
 plan() {  # plan NAME MODEL reshard-plan-args...
   local name=$1 model=$2
   shift 2
+  if [ -n "${PLAN_DIR:-}" ] && [ -f "$PLAN_DIR/$name.json" ]; then  # made elsewhere (e.g. where RE2 is)
+    run cp "$PLAN_DIR/$name.json" "$WORK/plans/$name.json"
+    return
+  fi
   run "$RESHARD" plan --model "$model" "$@" --force -o "$WORK/plans/$name.json" &&
     "$RESHARD" plan --model "$model" "$@" --summary >"$WORK/plans/$name.summary.txt" 2>&1
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "reshard/core/model.h"
 #include "reshard/core/planner.h"
 #include "reshard/core/simulate.h"
 #include "reshard/core/system_presets.h"
@@ -74,6 +75,32 @@ TEST(SimulateSlice, BatchesAreSeparateRunsOnlyOneAtATime) {
     m.batch.window = window;
     EXPECT_EQ(simulate(p, m).phases.front().switches, 2) << "window " << window;
   }
+}
+
+TEST(SimulateSlice, ARunAfterTheSameContextsRunIsNotSwitchedInAgain) {
+  // Qwen3-4B (plans/) DP2 -> TP2, the H200 record 1a, misc at window 1: three buckets rooted at train
+  // ranks 0, 1, 0 (the planner's balance), cut at the 256 MiB message cap into 4, 4 and 2 broadcasts;
+  // in push each root copies to the three members, the members copy nothing. One batch at a time, so
+  // every batch is a run, in the order 0 0 0 0 1 1 1 1 0 0: the GPU changes context three times (the
+  // first root is switched in, then 1, then 0 again), not once per batch (10). The cuda-ipc trace of
+  // this run (results/gpu/extra/trace_19254c7/) shows the same: a root's copies take 134 us longer
+  // after the other root's, none longer after its own.
+  const ModelMeta model = load_model(std::string(RESHARD_SOURCE_DIR) + "/plans/qwen3-4b.json");
+  Parallelism gen;
+  gen.tp = 2;
+  const Plan plan = plan_reshard(model, test::sys(2, Parallelism{}, 2, gen), PlanOptions{});
+  ASSERT_EQ(plan.buckets.size(), 3u);
+  EXPECT_EQ(plan.buckets[0].root, 0);
+  EXPECT_EQ(plan.buckets[1].root, 1);
+  EXPECT_EQ(plan.buckets[2].root, 0);
+  SystemModel m = find_system_preset("h200-shared-1gpu");
+  m.ipc_push = true;
+  m.batch.window = 1;
+  const SimResult r = simulate(plan, m);
+  const SimPhase& misc = r.phases.back();
+  ASSERT_EQ(misc.name, "misc");
+  EXPECT_EQ(misc.batches, 10);
+  EXPECT_EQ(misc.switches, 3);
 }
 
 TEST(SimulateSlice, NeverMoreSwitchesThanPassesWhileBatchesFitASlice) {

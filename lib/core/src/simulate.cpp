@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -129,7 +130,7 @@ struct RankState {
   // Since the rank last had no batch in flight: its batches' fixed costs and transport copies. Batches
   // in flight overlap one another's launch and latency, and their passes queue in one context, where a
   // time slice runs whatever is queued (so a window fills slices that single batches leave part-used).
-  double run_fixed = 0;
+  double run_fixed = 0, run_start = 0;  // run_start: when its first transport pass could start
   int64_t run_batches = 0, run_pass_bytes = 0;
   bool run_passes = false;
   Bytes4 total_res{};
@@ -234,6 +235,13 @@ class Replayer {
   }
 
   const std::vector<RankState>& ranks() const { return ranks_; }
+  // A rank's run of batches with transport passes (see drained()): when it started and its slices.
+  struct Run {
+    double start;
+    int rank;
+    int64_t slices;
+  };
+  const std::vector<Run>& runs() const { return runs_; }
   void record() { record_ = true; }
   double beta(int res) const { return beta_[res]; }
   int64_t node(int rank) const { return rank / m_.gpus_per_node; }
@@ -441,12 +449,16 @@ class Replayer {
 
   // The rank has no batch in flight: the fixed costs of the batches since it last had none are exposed
   // once per window's worth (window 1: every batch's), their passes took the slices their bytes need.
-  void drained(RankState& s) const {
+  void drained(RankState& s) {
     if (s.run_batches > 0) {
       const int64_t overlap = std::min<int64_t>(s.run_batches, std::max(1, m_.batch.window));
       s.fixed_seconds += s.run_fixed / static_cast<double>(overlap);
     }
-    if (s.run_passes) s.total_slices += slices(s.run_pass_bytes);
+    if (s.run_passes) {
+      const int64_t n = slices(s.run_pass_bytes);
+      s.total_slices += n;
+      runs_.push_back(Run{s.run_start, static_cast<int>(&s - ranks_.data()), n});
+    }
     s.run_fixed = 0;
     s.run_batches = s.run_pass_bytes = 0;
     s.run_passes = false;
@@ -500,6 +512,11 @@ class Replayer {
     s.total_launches += launches;
     s.total_passes += static_cast<int64_t>(s.pulls.size());
     if (!s.pulls.empty()) {
+      if (!s.run_passes) {  // the run's first passes can start once their first op has been posted by all
+        double first = std::numeric_limits<double>::infinity();
+        for (const auto& [ready, res] : s.wire) first = std::min(first, ready);
+        s.run_start = std::max(s.start, first);
+      }
       s.run_pass_bytes += s.pass_bytes;
       s.run_passes = true;
     }
@@ -534,11 +551,16 @@ class Replayer {
   bool push_ = false;  // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
   int misc_phase_ = 0;
   bool record_ = false;
+  std::vector<Run> runs_;
 };
 
 // The context switches a rank waits for (SystemModel::switch_us), where its GPU is time-sliced
 // (serial_issue) and at least two ranks of its domain launch copies: one per transport pass, or with
-// slice_us one per time slice its batches' passes take (the passes of a batch share slices).
+// slice_us one per time slice its runs' passes take (the passes of a batch, or of batches in flight
+// together, share slices), less the first slice of a run that follows, on the GPU, a run of the same
+// rank: its context is still the one switched in. In the cuda-ipc trace of 1a at window 1
+// (results/gpu/extra/trace_19254c7/; misc, where one bucket root copies per batch) a root's copies
+// after the other root's take 134 us longer (median; switch_us is 137.7), after its own none longer.
 std::vector<int64_t> context_switches(const Replayer& w, const SystemModel& m) {
   const std::vector<RankState>& ranks = w.ranks();
   std::vector<int64_t> out(ranks.size(), 0);
@@ -548,7 +570,19 @@ std::vector<int64_t> context_switches(const Replayer& w, const SystemModel& m) {
     if (ranks[r].total_launches > 0) ++launching[w.node(static_cast<int>(r))];
   for (size_t r = 0; r < ranks.size(); ++r)
     if (launching[w.node(static_cast<int>(r))] >= 2)
-      out[r] = m.slice_us > 0 ? ranks[r].total_slices : ranks[r].total_passes;
+      out[r] = m.slice_us > 0 ? 0 : ranks[r].total_passes;
+  if (m.slice_us <= 0) return out;
+  std::map<int64_t, std::vector<Replayer::Run>> by_domain;
+  for (const Replayer::Run& run : w.runs())
+    if (launching[w.node(run.rank)] >= 2) by_domain[w.node(run.rank)].push_back(run);
+  for (auto& [node, runs] : by_domain) {
+    std::stable_sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.start < b.start; });
+    int prev = -1;
+    for (const Replayer::Run& run : runs) {
+      out[static_cast<size_t>(run.rank)] += run.slices - (run.rank == prev ? 1 : 0);
+      prev = run.rank;
+    }
+  }
   return out;
 }
 

@@ -44,7 +44,8 @@
 //   more ranks launch copies (processes time-slicing one GPU) also pays switch_us per transport pass of
 //   every rank (one per batch, stream and peer received from): each waits for the GPU to switch to its
 //   context. A rank's back-to-back launches (packs, unpacks) share its time slice and are not charged.
-//   With slice_us, the passes of one batch of a rank share slices too (one switch per slice they need).
+//   With slice_us, a rank's passes share slices while it has batches in flight (one switch per slice
+//   they need), and such a run right after a run of the same rank in the domain is switched in already.
 // - Golden (algo): every distinct source shard broadcast whole over the param's group from its lowest
 //   holder, received into staging by every member, the gen ranks unpacking their intersections.
 // Pure function of (plan, model); no MPI, no GPU.
@@ -91,9 +92,10 @@ struct SystemModel {
   // it. Measured by scripts/gpu_timeslice.sh; 0 under MPS (one context).
   double switch_us = 0;
   // The GPU's time slice per context (measured by scripts/gpu_timeslice.sh --mode slice). > 0: a rank's
-  // passes of one batch queue in its context and share its slices: switch_us once per batch with
-  // passes, and once more per further slice its transport copies need (copy time at copy_gbps / slice,
-  // rounded up). 0: switch_us per pass.
+  // passes queue in its context and share its slices while it has batches in flight (a run): switch_us
+  // once per run with passes, and once more per further slice its transport copies need (copy time at
+  // copy_gbps / slice, rounded up); one less where the domain's previous run was the same rank's.
+  // 0: switch_us per pass.
   double slice_us = 0;
   int64_t linear_broadcast_max = 0;  // groups up to this size broadcast linearly (root -> each member)
   BatchPolicy batch;  // the executor's knobs: the same defaults, bounds and message cap as `run`
