@@ -235,18 +235,9 @@ class Verifier {
         std::vector<Box> regions;
         for (const StorageMember& m : s.members)
           if (!m.box.empty()) regions.push_back(Box{m.offset, m.box.extent});
-        if (regions.size() < 2) continue;
-        std::sort(regions.begin(), regions.end(), [](const Box& a, const Box& b) { return a.offset[0] < b.offset[0]; });
-        bool clash = false;
-        for (size_t a = 0; a < regions.size() && !clash; ++a)
-          for (size_t b = a + 1; b < regions.size() && regions[b].offset[0] < regions[a].offset[0] + regions[a].extent[0];
-               ++b)
-            if (intersect(regions[a], regions[b])) {
-              problem("gen rank " + std::to_string(rank) + ", storage " + s.name + ": regions " + regions[a].str() +
-                      " and " + regions[b].str() + " overlap (two params land in one place)");
-              clash = true;
-              break;
-            }
+        if (const auto clash = find_overlap(regions))
+          problem("gen rank " + std::to_string(rank) + ", storage " + s.name + ": regions " + clash->first.str() +
+                  " and " + clash->second.str() + " overlap (two params land in one place)");
       }
     }
   }
