@@ -5,7 +5,8 @@
 # and CPU MPI with 16 and 32 ranks whose time the waits set (train PP 2 and 4, gen DP 2).
 # Run from the repo root with $OUT set; writes $OUT/gpu_window.log, $OUT/{ipc,cpu}/*.json and the
 # plans under $OUT/plans/<fingerprint>.json. Env: BUILD, JOBS, SKIP_CTEST=1 (scripts/gpu_common.sh),
-# CASES (default "ipc cpu"; "ipc" alone skips the CPU MPI runs, which take most of the call).
+# CASES (default "ipc cpu"; "ipc" alone skips the CPU MPI runs, which take most of the call; "direct":
+# the 8-rank plan with --fanout direct).
 set -uo pipefail
 OUT=${OUT:?set OUT to the results folder}
 LOG=$OUT/gpu_window.log
@@ -23,6 +24,11 @@ CASES=${CASES:-ipc cpu}
 if [[ " $CASES " == *" ipc "* ]]; then
   ipc_case ipc_qwen3_4b_dp2_tp2 4 2 tp=1 2 tp=2
   ipc_case ipc_qwen3_4b_pp2dp2_tp2dp2 8 4 tp=1,pp=2 4 tp=2
+fi
+# The 8-rank plan without fan-outs: each train rank pushes to both gen replicas itself, so no gen rank
+# waits on another process's copies before its own (on one time-sliced GPU those chains set the time).
+if [[ " $CASES " == *" direct "* ]]; then
+  ipc_case ipc_qwen3_4b_pp2dp2_tp2dp2_direct 8 4 tp=1,pp=2 4 tp=2 --fanout direct
 fi
 cpu_case() {  # name ranks train_gpus train gen_gpus gen
   local name=$1; shift
