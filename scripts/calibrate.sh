@@ -8,7 +8,8 @@
 #   results/gpu/extra/mps_stress/*.json, results/gpu/{push,push_mps,pull}/*.json, the older device
 #   call's results/gpu/extra/24ab0ab/{push,push_mps,pull}/*.json and the window runs of the current
 #   executor, results/gpu/window_push_nosync/ipc/*.json, and the current build's gpu_bench.sh call,
-#   results/gpu/bench_19254c7/{,config2_push/,pull/}gpu_runs.json: records of format
+#   results/gpu/bench_19254c7/{,config2_push/,pull/}gpu_runs.json, and the window runs with the
+#   8-rank plan also as --fanout direct, results/gpu/window_direct/ipc/*.json: records of format
 #             "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -113,7 +114,7 @@ fi
                                   results/gpu/extra/24ab0ab/push results/gpu/extra/24ab0ab/push_mps
                                   results/gpu/extra/24ab0ab/pull results/gpu/window_push_nosync/ipc
                                   results/gpu/bench_19254c7 results/gpu/bench_19254c7/config2_push
-                                  results/gpu/bench_19254c7/pull)
+                                  results/gpu/bench_19254c7/pull results/gpu/window_direct/ipc)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import json, os, shlex, subprocess, sys
 

@@ -58,6 +58,21 @@ TEST(SimulatePush, MiscBroadcastIsOneFanOutCopyOnTheRoot) {
   }
 }
 
+TEST(SimulatePush, OnOneGpuTheCopiesTimeTheBytesNotALink) {
+  // Misc only, 1 train -> 7 gen ranks on one GPU at 1 GB/s, every other cost 0: the root's fan-out
+  // reads the bucket once and writes it 7 times, 4 copies' worth, and that is the whole phase. A linear
+  // broadcast over links would time the root's 7 sends on its "NVLink", 7 buckets' worth, but on one
+  // GPU that link is the same memory the copies move (the H200 8-rank misc at window 1 measured
+  // 5.1-5.5 ms against 11.5 predicted that way, 5.5 now: results/gpu/window_direct/).
+  const Plan p = test::small_mlp_plan(0, "sim-push", 1, 7, 1);
+  ASSERT_EQ(p.buckets.size(), 1u);
+  const double bucket = static_cast<double>(p.buckets[0].bytes);
+  const SimPhase misc = phase(simulate(p, one_gpu(true)), "misc");
+  EXPECT_NEAR(misc.seconds, bucket * 4 / 1e9, 1e-12);
+  // Pull: the 7 members each copy the bucket, 7 copies' worth through the shared memory.
+  EXPECT_NEAR(phase(simulate(p, one_gpu(false)), "misc").seconds, bucket * 7 / 1e9, 1e-12);
+}
+
 TEST(SimulatePush, AFanOutReadsOncePerEightMembers) {
   // 1 train -> 10 gen ranks: the executor's fan-out writes at most 8 destinations per read, so the
   // root copies the bucket as 2 fan-outs: 2 reads + 10 writes.

@@ -190,6 +190,7 @@ class Replayer {
     beta_[2] = beta_[3] = m.nic_gbps * 1e9;
     copies_ = m.copy_gbps > 0;
     push_ = copies_ && m.box_ops && m.ipc_push;
+    one_memory_ = copies_ && m.shared_copy_gbps > 0 && m.box_ops;
     misc_phase_ = phase_count(plan) - 1;
     domains_.resize(plan.groups.size());
     for (size_t g = 0; g < plan.groups.size(); ++g)
@@ -424,7 +425,9 @@ class Replayer {
     s.launches += c.launches;
     const std::pair<int, int> from{op.stream, c.peer};
     if (c.pulls && std::find(s.pulls.begin(), s.pulls.end(), from) == s.pulls.end()) s.pulls.push_back(from);
-    s.wire.emplace_back(ready, c.res);
+    Bytes4 timed = c.res;
+    if (one_memory_) timed[0] = timed[1] = 0;  // the domain's "NVLink" is the memory the copies already move
+    s.wire.emplace_back(ready, timed);
     for (int i = 0; i < kResources; ++i) {
       s.total_res[i] += c.res[i];
       if (op.phase == misc_phase_) s.misc_res[i] += c.res[i];
@@ -549,6 +552,10 @@ class Replayer {
   std::array<double, kResources> beta_{};
   bool copies_ = false;
   bool push_ = false;  // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
+  // Ranks of a domain share one device memory and every byte moves as a copy (cuda-ipc box ops on one
+  // GPU): the copy model times the bytes (its fan-out merge included), so the NVLink resources, which
+  // would count a linear broadcast's root once per member, do not time them again.
+  bool one_memory_ = false;
   int misc_phase_ = 0;
   bool record_ = false;
   std::vector<Run> runs_;

@@ -40,7 +40,10 @@
 // - Shared memory system (shared_copy_gbps > 0: all ranks of a domain on one host or one GPU): the
 //   domain's copies of every rank contend, so a phase also takes at least the domain's copied bytes /
 //   shared_copy_gbps (plus, with serial_issue, every rank's per-op, per-copy and per-launch costs)
-//   plus the slowest rank's fixed batch costs. With serial_issue and switch_us, a domain where two or
+//   plus the slowest rank's fixed batch costs. Where the domain is one device's memory and every byte
+//   moves as a copy (box ops), a rank's own time takes its copies, not its NVLink bytes as well: the
+//   link would time a linear broadcast's root once per member where its fan-out copy reads once.
+//   With serial_issue and switch_us, a domain where two or
 //   more ranks launch copies (processes time-slicing one GPU) also pays switch_us per transport pass of
 //   every rank (one per batch, stream and peer received from): each waits for the GPU to switch to its
 //   context. A rank's back-to-back launches (packs, unpacks) share its time slice and are not charged.
