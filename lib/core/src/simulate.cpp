@@ -126,7 +126,6 @@ struct RankState {
   std::vector<BatchSpan> spans;  // every batch, when recorded (Replayer::record)
   int64_t batches = 0, total_ops = 0, total_copies = 0, total_launches = 0, total_copy_bytes = 0;
   int64_t total_passes = 0;  // the transport's batched launches (per batch, stream and peer)
-  int64_t total_slices = 0;  // time slices its batches' passes need (SystemModel::slice_us)
   // Since the rank last had no batch in flight: its batches' fixed costs and transport copies. Batches
   // in flight overlap one another's launch and latency, and their passes queue in one context, where a
   // time slice runs whatever is queued (so a window fills slices that single batches leave part-used).
@@ -457,11 +456,7 @@ class Replayer {
       const int64_t overlap = std::min<int64_t>(s.run_batches, std::max(1, m_.batch.window));
       s.fixed_seconds += s.run_fixed / static_cast<double>(overlap);
     }
-    if (s.run_passes) {
-      const int64_t n = slices(s.run_pass_bytes);
-      s.total_slices += n;
-      runs_.push_back(Run{s.run_start, static_cast<int>(&s - ranks_.data()), n});
-    }
+    if (s.run_passes) runs_.push_back(Run{s.run_start, static_cast<int>(&s - ranks_.data()), slices(s.run_pass_bytes)});
     s.run_fixed = 0;
     s.run_batches = s.run_pass_bytes = 0;
     s.run_passes = false;
@@ -575,10 +570,11 @@ std::vector<int64_t> context_switches(const Replayer& w, const SystemModel& m) {
   std::map<int64_t, int> launching;
   for (size_t r = 0; r < ranks.size(); ++r)
     if (ranks[r].total_launches > 0) ++launching[w.node(static_cast<int>(r))];
-  for (size_t r = 0; r < ranks.size(); ++r)
-    if (launching[w.node(static_cast<int>(r))] >= 2)
-      out[r] = m.slice_us > 0 ? 0 : ranks[r].total_passes;
-  if (m.slice_us <= 0) return out;
+  if (m.slice_us <= 0) {
+    for (size_t r = 0; r < ranks.size(); ++r)
+      if (launching[w.node(static_cast<int>(r))] >= 2) out[r] = ranks[r].total_passes;
+    return out;
+  }
   std::map<int64_t, std::vector<Replayer::Run>> by_domain;
   for (const Replayer::Run& run : w.runs())
     if (launching[w.node(run.rank)] >= 2) by_domain[w.node(run.rank)].push_back(run);
