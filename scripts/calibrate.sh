@@ -9,7 +9,9 @@
 #   call's results/gpu/extra/24ab0ab/{push,push_mps,pull}/*.json and the window runs of the current
 #   executor, results/gpu/window_push_nosync/ipc/*.json, and the current build's gpu_bench.sh call,
 #   results/gpu/bench_19254c7/{,config2_push/,pull/}gpu_runs.json, and the window runs with the
-#   8-rank plan also as --fanout direct, results/gpu/window_direct/ipc/*.json: records of format
+#   8-rank plan also as --fanout direct, results/gpu/window_direct/ipc/*.json, and the CPU MPI runs of
+#   scripts/cpu_waits_bench.sh on the 2-core VM and the device machine's 16-core host,
+#   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them): records of format
 #             "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -76,8 +78,13 @@ int main(int argc, char** argv) {
   };
   const double gb = double(n) / 1e9;
   const int half = size / 2;
-  const double t1 = timed([&] { if (rank == 0) memcpy(b.data(), a.data(), n); });
-  const double tall = timed([&] { memcpy(b.data(), a.data(), n); });
+  // In 4 MiB chunks, as the transports copy (pieces, MPI fragments): one 256 MiB memcpy is above glibc's
+  // non-temporal threshold (3/4 of the shared cache) on hosts with a large L3 and measures a store path
+  // (no read-for-ownership) that no transport copy takes: 21.6 vs 12.8 GB/s on the 2-core VM.
+  const size_t chunk = size_t(4) << 20;
+  auto copy = [&] { for (size_t o = 0; o < n; o += chunk) memcpy(b.data() + o, a.data() + o, chunk); };
+  const double t1 = timed([&] { if (rank == 0) copy(); });
+  const double tall = timed(copy);
   const double tpair = timed([&] {
     MPI_Request r = MPI_REQUEST_NULL;
     if (rank == 0) MPI_Isend(a.data(), int(n), MPI_BYTE, half, 0, MPI_COMM_WORLD, &r);
@@ -114,9 +121,10 @@ fi
                                   results/gpu/extra/24ab0ab/push results/gpu/extra/24ab0ab/push_mps
                                   results/gpu/extra/24ab0ab/pull results/gpu/window_push_nosync/ipc
                                   results/gpu/bench_19254c7 results/gpu/bench_19254c7/config2_push
-                                  results/gpu/bench_19254c7/pull results/gpu/window_direct/ipc)
+                                  results/gpu/bench_19254c7/pull results/gpu/window_direct/ipc
+                                  results/cpu_waits results/cpu_waits_h200host)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
-import json, os, shlex, subprocess, sys
+import glob, json, os, shlex, subprocess, sys
 
 reshard, system, json_out, cache, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 extra = shlex.split(os.environ.get("RESHARD_SIMULATE_FLAGS", ""))
@@ -155,6 +163,8 @@ for f in files:
                 name = "mps/" + name
             if rec.get("arguments", {}).get("transport") == "cuda-ipc" and has_mode(rec):
                 name = ipc_mode(rec) + "/" + name
+            if glob.glob(os.path.join(os.path.dirname(f), "host_*.json")):  # CPU sets of several machines
+                name = os.path.basename(os.path.dirname(f)) + "/" + name
             if run_commit(f):  # several device calls hold the same configs: say which one
                 name = run_commit(f) + "/" + name
             records.append((f, name, rec))
@@ -170,9 +180,11 @@ def stress_model(path):  # the 4096 x 32 KiB model of scripts/gpu_bench.sh
 
 recipes = json.load(open("results/plans/recipes.json"))["plans"] if os.path.isfile("results/plans/recipes.json") else {}
 
-def plan_path(rec):
+def plan_path(f, rec):
     fp = rec["plan"]["fingerprint"]
-    for c in [rec["arguments"].get("plan", ""), f"results/plans/{fp}.cbor", f"results/plans/{fp}.json",
+    given = rec["arguments"].get("plan", "")
+    beside = os.path.join(os.path.dirname(f), "plans", os.path.basename(given)) if given else ""
+    for c in [given, beside, f"results/plans/{fp}.cbor", f"results/plans/{fp}.json",
               f"{cache}/{fp}.cbor"]:
         if c and os.path.isfile(c):
             return c
@@ -187,6 +199,21 @@ def plan_path(rec):
     subprocess.run([reshard, "plan"] + args + ["--force", "-o", out], check=True, capture_output=True)
     return out
 
+def host_flags(f, rec):
+    # A CPU record's own machine: host_<world>.json beside it (scripts/calibrate.sh --measure-host at the
+    # run's rank count, made in the same call as the runs); the preset's constants from it, derived as
+    # cpu-mpi-local's are (system_presets.cpp): link = one pair's point-to-point, copy = one rank's
+    # memcpy, shared = all ranks' memcpy, copies per received byte = shared / all pairs' point-to-point.
+    world = rec.get("world_size", 0)
+    try:
+        h = json.load(open(os.path.join(os.path.dirname(f), "host_%d.json" % world)))
+    except (OSError, ValueError):
+        return []
+    link = "%.3f" % h["p2p_one_pair_gbps"]
+    return ["--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
+            "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
+            "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / h["p2p_all_pairs_aggregate_gbps"])]
+
 def preset(f, rec):
     transport = rec["arguments"].get("transport")
     if transport == "mpi":
@@ -200,7 +227,7 @@ rows, errors = [], []
 fmt = "%-32s %-7s %-20s %-9s %11s %12s %8s %9s"
 print(fmt % ("record", "algo", "system", "phase", "measured_ms", "predicted_ms", "error", "eff_GB/s"))
 for f, name, rec in records:
-    plan = plan_path(rec)
+    plan = plan_path(f, rec)
     if plan is None:
         print("%-32s skipped: plan %s not found (no file, no recipe)" % (name, rec["plan"]["fingerprint"]))
         continue
@@ -208,7 +235,7 @@ for f, name, rec in records:
     a = rec["arguments"]
     mode = ipc_mode(rec) if a.get("transport") == "cuda-ipc" else None
     preset_flags = os.environ.get("RESHARD_SIMULATE_FLAGS_" + sysname.upper().replace("-", "_"), "")
-    flags = extra + shlex.split(preset_flags)
+    flags = (host_flags(f, rec) if a.get("transport") == "mpi" else []) + extra + shlex.split(preset_flags)
     if "--ipc-mode" in flags:  # a sensitivity, e.g. push records simulated as pull
         mode = flags[flags.index("--ipc-mode") + 1] if mode else None
     else:

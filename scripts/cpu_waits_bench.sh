@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# CPU MPI runs whose schedule has waits in it (issue 18's calibration: 16-32 ranks, train PP 2-4, gen
+# DP 2, so bulk is two-phase fan-outs and PP stages share streams), for scripts/calibrate.sh.
+# Plans Qwen3-4B layers 0-3 (embed_tokens excluded; the shipped plans/qwen3-4b.json) four ways, runs each
+# under mpirun with --transport mpi at two flag sets, and writes into OUT (default results/cpu_waits):
+#   plans/NAME.json          the plans (the records' arguments.plan points here)
+#   NAME_FLAGS.json          `reshard run --json` records, FLAGS = bench (run's defaults) or waits
+#                            (window 1, 4-op / 4 MiB batches, 4 MiB staging, one stream: a wait per batch)
+#   host_NP.json             scripts/calibrate.sh --measure-host NP before the runs of NP ranks: this
+#                            machine's copy and MPI rates, which calibrate.sh simulates these records with
+#   cpu_waits.log            every command and its output, with the machine
+# usage: scripts/cpu_waits_bench.sh [--build DIR]   (env: OUT, ITERS default 3, CONFIGS default all,
+#        PLAN_DIR: a folder holding NAME.json plans to copy instead of planning: the plans take --exclude,
+#        a regex, which a build without RE2 refuses, e.g. the device's; fingerprints are checked by calibrate)
+# Memory: at most ~13 GiB for all ranks of the 32-rank config (the plan summary's bound); one run at a time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${RESHARD_BUILD_DIR:-build}
+[ "${1:-}" = --build ] && BUILD=$2
+OUT=${OUT:-results/cpu_waits}
+ITERS=${ITERS:-3}
+RESHARD=$BUILD/apps/reshard/reshard
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p "$OUT/plans"
+LOG=$OUT/cpu_waits.log
+: >"$LOG"
+say() { echo "$*" | tee -a "$LOG"; }
+say "# cpu_waits_bench.sh $(date -u +%FT%TZ) reshard $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), $(mpirun --version | head -1)"
+
+# name train-gpus train gen-gpus gen
+ALL="a16:8:tp=1,pp=2:8:tp=4 b16:8:tp=2,pp=2:8:tp=2,pp=2 c24:16:tp=1,pp=4:8:tp=4 d32:16:tp=2,pp=4:16:tp=4,pp=2"
+declare -A FLAGS=(
+  [bench]=""
+  [waits]="--window 1 --batch-ops 4 --batch-bytes 4Mi --staging-bytes 4Mi --streams 1"
+)
+rm -f "$OUT"/host_*.json  # measured afresh, beside the records they describe
+for cfg in ${CONFIGS:-$ALL}; do
+  IFS=: read -r name tg tr gg ge <<<"$cfg"
+  plan=$OUT/plans/$name.json
+  np=$((tg + gg))
+  if [ ! -s "$OUT/host_$np.json" ]; then
+    say "\$ scripts/calibrate.sh --measure-host $np > $OUT/host_$np.json"
+    bash scripts/calibrate.sh --measure-host "$np" >"$OUT/host_$np.json"
+    cat "$OUT/host_$np.json" >>"$LOG"
+  fi
+  if [ -n "${PLAN_DIR:-}" ]; then
+    say "\$ cp $PLAN_DIR/$name.json $plan"
+    cp "$PLAN_DIR/$name.json" "$plan"
+  else
+    say "\$ reshard plan ... -o $plan"
+    "$RESHARD" plan --model plans/qwen3-4b.json --train-gpus "$tg" --train "$tr" --gen-gpus "$gg" --gen "$ge" \
+    --exclude 'model\.layers\.([4-9]|[12][0-9]|3[0-5])\.' --exclude embed_tokens -o "$plan" --force --summary \
+    >>"$LOG" 2>&1
+  fi
+  for f in bench waits; do
+    rec=$OUT/${name}_$f.json
+    # shellcheck disable=SC2086
+    cmd=(mpirun --oversubscribe -np "$np" "$RESHARD" run --plan "$plan" --check --iters "$ITERS"
+         --warmup 1 ${FLAGS[$f]} --json "$rec" --force)
+    say "\$ ${cmd[*]}"
+    "${cmd[@]}" >>"$LOG" 2>&1
+  done
+done
+say "# done $(date -u +%FT%TZ)"
