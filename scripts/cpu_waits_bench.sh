@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU MPI runs whose schedule has waits in it (issue 18's calibration: 16-32 ranks, train PP 2-4, gen
 # DP 2, so bulk is two-phase fan-outs and PP stages share streams), for scripts/calibrate.sh.
-# Plans Qwen3-4B layers 0-3 (embed_tokens excluded; the shipped plans/qwen3-4b.json) four ways, runs each
+# Plans Qwen3-4B layers 0-3 (embed_tokens excluded; the shipped plans/qwen3-4b.json) six ways, runs each
 # under mpirun with --transport mpi at two flag sets, and writes into OUT (default results/cpu_waits):
 #   plans/NAME.json          the plans (the records' arguments.plan points here)
 #   NAME_FLAGS.json          `reshard run --json` records, FLAGS = bench (run's defaults) or waits
@@ -12,7 +12,8 @@
 # usage: scripts/cpu_waits_bench.sh [--build DIR]   (env: OUT, ITERS default 3, CONFIGS default all,
 #        PLAN_DIR: a folder holding NAME.json plans to copy instead of planning: the plans take --exclude,
 #        a regex, which a build without RE2 refuses, e.g. the device's; fingerprints are checked by calibrate)
-# Memory: at most ~13 GiB for all ranks of the 32-rank config (the plan summary's bound); one run at a time.
+# Memory: at most ~13 GiB for all ranks of a 32-rank config (the plan summary's bound); one run at a time.
+# Time: about 7 min on the 2-core VM, 2.5 min on the device's 16-core host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${RESHARD_BUILD_DIR:-build}
@@ -28,15 +29,17 @@ say() { echo "$*" | tee -a "$LOG"; }
 say "# cpu_waits_bench.sh $(date -u +%FT%TZ) reshard $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 say "# machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), $(mpirun --version | head -1)"
 
-# name train-gpus train gen-gpus gen
-ALL="a16:8:tp=1,pp=2:8:tp=4 b16:8:tp=2,pp=2:8:tp=2,pp=2 c24:16:tp=1,pp=4:8:tp=4 d32:16:tp=2,pp=4:16:tp=4,pp=2"
+# name:train-gpus:train:gen-gpus:gen[:fanout]; the _direct twins move the same bytes without the
+# two-phase fan-outs' second hop (--fanout direct), side by side with them
+ALL="a16:8:tp=1,pp=2:8:tp=4 a16_direct:8:tp=1,pp=2:8:tp=4:direct b16:8:tp=2,pp=2:8:tp=2,pp=2
+     c24:16:tp=1,pp=4:8:tp=4 d32:16:tp=2,pp=4:16:tp=4,pp=2 d32_direct:16:tp=2,pp=4:16:tp=4,pp=2:direct"
 declare -A FLAGS=(
   [bench]=""
   [waits]="--window 1 --batch-ops 4 --batch-bytes 4Mi --staging-bytes 4Mi --streams 1"
 )
 rm -f "$OUT"/host_*.json  # measured afresh, beside the records they describe
 for cfg in ${CONFIGS:-$ALL}; do
-  IFS=: read -r name tg tr gg ge <<<"$cfg"
+  IFS=: read -r name tg tr gg ge fanout <<<"$cfg"
   plan=$OUT/plans/$name.json
   np=$((tg + gg))
   if [ ! -s "$OUT/host_$np.json" ]; then
@@ -50,7 +53,7 @@ for cfg in ${CONFIGS:-$ALL}; do
   else
     say "\$ reshard plan ... -o $plan"
     "$RESHARD" plan --model plans/qwen3-4b.json --train-gpus "$tg" --train "$tr" --gen-gpus "$gg" --gen "$ge" \
-    --exclude 'model\.layers\.([4-9]|[12][0-9]|3[0-5])\.' --exclude embed_tokens -o "$plan" --force --summary \
+    --exclude 'model\.layers\.([4-9]|[12][0-9]|3[0-5])\.' --exclude embed_tokens --fanout "${fanout:-auto}" -o "$plan" --force --summary \
     >>"$LOG" 2>&1
   fi
   for f in bench waits; do

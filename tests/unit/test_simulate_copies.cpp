@@ -134,6 +134,24 @@ TEST(SimulateCopies, LinearBroadcastRootSendsToEveryMember) {
   EXPECT_EQ(simulate(p, m).busiest_link_bytes, p.buckets[0].bytes);
 }
 
+TEST(SimulateCopies, ChainBroadcastRateBoundsEachReceivingMember) {
+  // One misc bucket, one batch, a pipelined broadcast (more members than linear_broadcast_max): at
+  // 100 GB/s links the bucket takes bytes / 100 GB/s; with the chain's rate per member at 1 GB/s (Open
+  // MPI's 32 KiB-fragment chain, measured by calibrate.sh --measure-host) every receiver's batch takes
+  // bytes / 1 GB/s, and that is the phase.
+  const Plan p = small_plan(0, 1, 1, 3, 1);
+  ASSERT_EQ(p.buckets.size(), 1u);
+  SystemModel m = shared(100);
+  m.copy_gbps = m.shared_copy_gbps = 0;  // links only
+  m.linear_broadcast_max = 0;
+  const double bytes = static_cast<double>(p.buckets[0].bytes);
+  EXPECT_NEAR(simulate(p, m).misc_seconds, bytes / 100e9, 1e-12);
+  m.chain_broadcast_gbps = 1;
+  EXPECT_NEAR(simulate(p, m).misc_seconds, bytes / 1e9, 1e-12);
+  m.linear_broadcast_max = 1 << 20;  // a linear broadcast is point-to-point: the chain's rate does not apply
+  EXPECT_LT(simulate(p, m).misc_seconds, bytes / 1e9 / 2);
+}
+
 TEST(SimulateCopies, GoldenMovesWholeShardsAndIsSlower) {
   const Plan p = small_plan(32, 2, 1, 2, 2);
   SystemModel m = find_system_preset("h200-shared-1gpu");

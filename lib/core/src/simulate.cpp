@@ -61,6 +61,7 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
   rate(m.copy_gbps, "--copy-gbps", true);
   rate(m.shared_copy_gbps, "--shared-copy-gbps", true);
   check(m.wire_copies, "--wire-copies", true, 1e6, "");
+  rate(m.chain_broadcast_gbps, "--chain-broadcast-gbps", true);
   time_us(m.per_copy_us, "--per-copy-us");
   time_us(m.per_launch_us, "--per-launch-us");
   time_us(m.switch_us, "--switch-us");
@@ -81,6 +82,7 @@ int res_index(bool nic, bool send) { return (nic ? 2 : 0) + (send ? 0 : 1); }
 struct OpCost {
   Bytes4 res{};           // bytes on each of the rank's resources
   double latency = 0;     // seconds
+  double chain = 0;       // seconds the op's pipelined broadcast takes at least (chain_broadcast_gbps)
   int64_t copy_bytes = 0;  // copied in this rank's memory (copy model)
   int64_t copies = 0;      // copies this rank issues
   int64_t launches = 0;    // of them, the executor's packs and unpacks: one launch each
@@ -118,6 +120,7 @@ struct RankState {
   std::vector<std::pair<int, int>> pulls;  // (stream, peer) of the transport's copies: a launch each
   std::vector<std::pair<double, Bytes4>> wire;  // per op: when all its ranks had posted it, its bytes
   double latency = 0;
+  double chain = 0;  // the batch's pipelined broadcasts at chain_broadcast_gbps: one progress engine runs them
   uint32_t streams_used = 0;  // bit per stream (streams above 32 share bits; only the count matters)
   int stream_count = 0;
   // Totals.
@@ -392,6 +395,8 @@ class Replayer {
         else if (!(boxed && local.count == 0)) op.res[res_index(false, false)] = b;
       } else if (!nic) {
         if (r != root) op.res[res_index(false, false)] = b;
+        if (r != root && m_.chain_broadcast_gbps > 0)
+          op.chain = static_cast<double>(b) / (m_.chain_broadcast_gbps * 1e9);
         if (r != tail) op.res[res_index(false, true)] = b;
       } else {
         const int64_t d = node(r);
@@ -432,6 +437,7 @@ class Replayer {
       if (op.phase == misc_phase_) s.misc_res[i] += c.res[i];
     }
     s.latency = std::max(s.latency, c.latency);
+    s.chain += c.chain;
     const uint32_t bit = 1u << (op.stream % 32);
     if (!(s.streams_used & bit)) {
       s.streams_used |= bit;
@@ -492,6 +498,7 @@ class Replayer {
       s.spans.push_back(BatchSpan{s.start, first, 0, bytes});
     }
     if (copies_) wire = std::max(wire, static_cast<double>(s.copy_bytes) / (m_.copy_gbps * 1e9));
+    wire = std::max(wire, s.chain);
     const double fixed = m_.launch_us * 1e-6 * s.stream_count + s.latency;
     const int64_t launches = s.launches + static_cast<int64_t>(s.pulls.size());
     const double issue = m_.launch_us * 1e-6 * s.stream_count + m_.per_op_us * 1e-6 * static_cast<double>(s.batch_ops) +
@@ -523,6 +530,7 @@ class Replayer {
     s.pulls.clear();
     s.wire.clear();
     s.latency = 0;
+    s.chain = 0;
     s.streams_used = 0;
     s.stream_count = 0;
   }

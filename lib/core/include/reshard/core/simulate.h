@@ -21,6 +21,10 @@
 //   runs a channel per NIC), and forwards them inside over NVLink. Groups of at most
 //   linear_broadcast_max members broadcast linearly instead: the root sends the bytes to each member
 //   (Open MPI's MPI_Ibcast for <= 4 members; cuda-ipc, where every member pulls from the root).
+//   chain_broadcast_gbps > 0 bounds a pipelined broadcast inside a domain further: each receiving
+//   member's batch takes at least its bytes at that rate (Open MPI's libnbc chains buckets above
+//   512 KiB in 32 KiB fragments, one schedule round each: a rate per member well below a
+//   point-to-point's, measured by `scripts/calibrate.sh --measure-host`'s MPI_Ibcast).
 // - Copies (copy_gbps > 0; the host-staging and shared-device presets): what the executor copies in
 //   memory besides the wire: the sender's pack of a strided box into staging, the transport's wire
 //   copies (wire_copies per received byte), the receiver's unpack, each at copy_gbps on its rank.
@@ -101,6 +105,7 @@ struct SystemModel {
   // 0: switch_us per pass.
   double slice_us = 0;
   int64_t linear_broadcast_max = 0;  // groups up to this size broadcast linearly (root -> each member)
+  double chain_broadcast_gbps = 0;   // > 0: a pipelined broadcast's rate per receiving member, GB/s
   BatchPolicy batch;  // the executor's knobs: the same defaults, bounds and message cap as `run`
   Algo algo = Algo::Reshard;
 };
