@@ -36,6 +36,8 @@ inline void add_exec_flags(CLI::App& cmd, ExecFlags& f) {
   cmd.add_option("--ipc-launch-bytes", f.args.ipc_launch_bytes,
                  "cuda-ipc: an op queuing this many bytes launches its pass early (default 0: one launch per pass)");
   cmd.add_option("--ipc-trace", f.args.ipc_trace, "cuda-ipc: write each rank's wait trace to PREFIX.<rank>.tsv");
+  cmd.add_option("--mpi-trace", f.args.mpi_trace,
+                 "mpi: write each rank's flush and wait times to PREFIX.<rank>.tsv (scripts/ipc_trace.py reads them)");
   add_batch_flags(cmd, f.batch);
 }
 

@@ -2,7 +2,12 @@
 // groups, and a size mismatch turned into an Error instead of silent truncation.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <numeric>
+#include <sstream>
 
 #include "reshard/exec/control.h"
 #include "transport.h"
@@ -94,6 +99,54 @@ TEST(MpiTransport, ShortMessageIsAnError) {
     }
   }
   ctl.barrier();
+}
+
+TEST(MpiTransport, TraceHasOneRowPerWaitWithItsFlushAndEnd) {
+  // --mpi-trace: rank r writes PREFIX.r.tsv at teardown, a row per wait (scripts/ipc_trace.py's
+  // columns): two batches of one send and one receive each on a ring, so two rows, each with its
+  // request count 2, flush <= begin <= end, and the copier's points (cuda-ipc only) 0.
+  Control& ctl = control();
+  const int world = ctl.size(), me = ctl.rank();
+  const std::string prefix = testing::TempDir() + "mpi_trace_" + std::to_string(ctl.max(static_cast<int64_t>(::getpid())));
+  {
+    TransportOptions o;
+    o.mpi_trace = prefix;
+    auto t = make_transport("mpi", ctl, o);
+    t->setup(world_and_evens(world), 1);
+    std::vector<uint8_t> out(64, 1), in(64, 0);
+    for (int b = 0; b < 2; ++b) {
+      t->send(0, 0, (me + 1) % world, out.data(), 64);
+      t->recv(0, 0, (me + world - 1) % world, in.data(), 64);
+      t->flush(0);
+      t->wait(0, 0);
+    }
+  }
+  std::ifstream f(prefix + "." + std::to_string(me) + ".tsv");
+  ASSERT_TRUE(f.good());
+  std::string header, line;
+  std::getline(f, header);
+  EXPECT_EQ(header.rfind("rank\twait\tstream\tops\tlaunches\tflush_begin\tflush_end\tbegin\t", 0), 0u) << header;
+  int rows = 0;
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    int rank = -1, wait = -1, stream = -1;
+    int64_t ops = 0, launches = -1;
+    double flush_begin = 0, flush_end = 0, begin = 0, take0 = 1, take1 = 1, launch0 = 1, launch1 = 1, done = 1, end = 0;
+    in >> rank >> wait >> stream >> ops >> launches >> flush_begin >> flush_end >> begin >> take0 >> take1 >> launch0 >>
+        launch1 >> done >> end;
+    EXPECT_EQ(rank, me);
+    EXPECT_EQ(wait, rows);
+    EXPECT_EQ(ops, 2);
+    EXPECT_EQ(launches, 0);
+    EXPECT_GT(flush_begin, 0);
+    EXPECT_LE(flush_begin, begin);
+    EXPECT_LE(begin, end);
+    EXPECT_EQ(take0 + take1 + launch0 + launch1 + done, 0);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 2);
+  ctl.barrier();
+  std::remove((prefix + "." + std::to_string(me) + ".tsv").c_str());
 }
 
 }  // namespace

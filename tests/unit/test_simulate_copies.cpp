@@ -152,6 +152,27 @@ TEST(SimulateCopies, ChainBroadcastRateBoundsEachReceivingMember) {
   EXPECT_LT(simulate(p, m).misc_seconds, bytes / 1e9 / 2);
 }
 
+TEST(SimulateCopies, SerialPacksDelayEachSendByItsPack) {
+  // 8 down_proj weights of 16 x 32 BF16 from 1 rank to TP2: each gen rank's half is 16 of the 32
+  // columns, strided in the source, so every one of the 16 sends packs 512 B first. Links and copies
+  // at 1 GB/s (1 B/ns), no wire copies, no shared bound. Overlapped (cuda-ipc's kernels): the train
+  // rank's batch takes max(its 8192 B of sends, its 8192 B of packs) = 8192 ns. Serial (the host
+  // executor packs op k just before posting it): send k is ready at k x 512 ns and takes 512 ns on the
+  // rank's link, so the last ends at 16 x 512 + 512 = 8704 ns, and so does its receiver's batch.
+  const Plan p = small_plan(8, 1, 1, 2, 2);
+  SystemModel m = shared(1);
+  m.box_ops = false;
+  m.shared_copy_gbps = 0;
+  m.wire_copies = 0;
+  EXPECT_NEAR(simulate(p, m).phases.front().seconds, 8192e-9, 1e-15);
+  m.serial_packs = true;
+  EXPECT_NEAR(simulate(p, m).phases.front().seconds, 8704e-9, 1e-15);
+  const Plan same = small_plan(8, 1, 1, 1, 1);  // whole weights: contiguous, nothing packed
+  const double serial = simulate(same, m).phases.front().seconds;
+  m.serial_packs = false;
+  EXPECT_EQ(serial, simulate(same, m).phases.front().seconds);
+}
+
 TEST(SimulateCopies, GoldenMovesWholeShardsAndIsSlower) {
   const Plan p = small_plan(32, 2, 1, 2, 2);
   SystemModel m = find_system_preset("h200-shared-1gpu");
@@ -180,6 +201,8 @@ TEST(SimulateCopies, PresetsAreValidAndCopyModelled) {
   EXPECT_TRUE(find_system_preset("h200-shared-1gpu-mps").serial_issue);  // config 3 under MPS says so
   EXPECT_TRUE(find_system_preset("h200-shared-1gpu-mps").box_ops);
   EXPECT_EQ(find_system_preset("cpu-mpi-local").linear_broadcast_max, 4);  // Open MPI libnbc's MPI_Ibcast
+  EXPECT_TRUE(find_system_preset("cpu-mpi-local").serial_packs);             // host packs on the rank's thread
+  EXPECT_FALSE(find_system_preset("h200-shared-1gpu").serial_packs);         // kernels on a stream
   EXPECT_EQ(find_system_preset("h100-nvl8-ib400").copy_gbps, 0);            // copies not modelled there
 }
 

@@ -91,6 +91,7 @@ struct OpCost {
                            // batch, stream and peer share one launch)
   bool pulls = false;      // the transport copies for this op on this rank (wire copy, box pull or push)
   int64_t pass_bytes = 0;  // of copy_bytes, the transport's copies (made in passes)
+  int64_t pack_bytes = 0, unpack_bytes = 0;  // of copy_bytes, the executor's packs and unpacks (serial_packs)
 };
 
 // The local side of an op on one rank: its pieces (copies between the wire and the storages), their
@@ -116,7 +117,7 @@ struct RankState {
   std::deque<double> ends;                // posted batches not yet waited for: when each completes
   std::array<double, 4> free{};           // per resource: when its last queued bytes are through
   double through = 0;                     // when the bytes of every batch so far are through
-  int64_t copy_bytes = 0, copies = 0, launches = 0, pass_bytes = 0;
+  int64_t copy_bytes = 0, copies = 0, launches = 0, pass_bytes = 0, pack_bytes = 0, unpack_bytes = 0;
   std::vector<std::pair<int, int>> pulls;  // (stream, peer) of the transport's copies: a launch each
   std::vector<std::pair<double, Bytes4>> wire;  // per op: when all its ranks had posted it, its bytes
   double latency = 0;
@@ -227,6 +228,12 @@ class Replayer {
         retire(s, step.retire);
         ready = std::max(ready, s.start);
       }
+      if (copies_ && m_.serial_packs)  // each sender packs its op before posting it (executor.cpp, run_ops)
+        for (size_t k = 0; k < parts.size(); ++k) {
+          RankState& s = ranks_[parts[k].first];
+          s.start += static_cast<double>(costs[k].pack_bytes) / (m_.copy_gbps * 1e9);
+          ready = std::max(ready, s.start);
+        }
       for (size_t k = 0; k < parts.size(); ++k) post(parts[k].first, *parts[k].second, costs[k], ready);
     }
     for (RankState& s : ranks_) {
@@ -315,6 +322,7 @@ class Replayer {
     if (sends) {
       if (!direct) {
         op.copy_bytes += pieces.bytes;
+        op.pack_bytes += pieces.bytes;
         op.copies += pieces.count;
         op.launches += pieces.count;
       }
@@ -329,6 +337,7 @@ class Replayer {
     }
     if (!direct) {
       op.copy_bytes += pieces.bytes;
+      op.unpack_bytes += pieces.bytes;
       op.copies += pieces.count;
       op.launches += pieces.count;
     }
@@ -424,6 +433,8 @@ class Replayer {
     RankState& s = ranks_[rank];
     ++s.batch_ops;
     s.copy_bytes += c.copy_bytes;
+    s.pack_bytes += c.pack_bytes;
+    s.unpack_bytes += c.unpack_bytes;
     s.pass_bytes += c.pass_bytes;
     s.copies += c.copies;
     s.launches += c.launches;
@@ -497,14 +508,19 @@ class Replayer {
       for (const auto& [ready, res] : s.wire) bytes += std::max({res[0], res[1], res[2], res[3]});
       s.spans.push_back(BatchSpan{s.start, first, 0, bytes});
     }
-    if (copies_) wire = std::max(wire, static_cast<double>(s.copy_bytes) / (m_.copy_gbps * 1e9));
+    // Serial packs (host staging): the rank's thread packs each op before posting it (run() moves the
+    // rank's clock) and unpacks after the wait, so those copies add to the batch; else (kernels on a
+    // stream) every copy overlaps the wire.
+    const int64_t serial = m_.serial_packs ? s.pack_bytes + s.unpack_bytes : 0;
+    const double unpack = copies_ && m_.serial_packs ? static_cast<double>(s.unpack_bytes) / (m_.copy_gbps * 1e9) : 0;
+    if (copies_) wire = std::max(wire, static_cast<double>(s.copy_bytes - serial) / (m_.copy_gbps * 1e9));
     wire = std::max(wire, s.chain);
     const double fixed = m_.launch_us * 1e-6 * s.stream_count + s.latency;
     const int64_t launches = s.launches + static_cast<int64_t>(s.pulls.size());
     const double issue = m_.launch_us * 1e-6 * s.stream_count + m_.per_op_us * 1e-6 * static_cast<double>(s.batch_ops) +
                          m_.per_copy_us * 1e-6 * static_cast<double>(s.copies) +
                          m_.per_launch_us * 1e-6 * static_cast<double>(launches);
-    const double end = s.start + issue + s.latency + wire;
+    const double end = s.start + issue + s.latency + wire + unpack;
     s.ends.push_back(end);
     s.start += issue;  // posting it took this long; the window decides whether the next waits for it
     if (record_) s.spans.back().end = end;
@@ -526,7 +542,7 @@ class Replayer {
       s.run_passes = true;
     }
     s.total_copy_bytes += s.copy_bytes;
-    s.copy_bytes = s.copies = s.launches = s.pass_bytes = 0;
+    s.copy_bytes = s.copies = s.launches = s.pass_bytes = s.pack_bytes = s.unpack_bytes = 0;
     s.pulls.clear();
     s.wire.clear();
     s.latency = 0;

@@ -55,6 +55,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"per_copy_us", m.per_copy_us},
         {"per_launch_us", m.per_launch_us},
         {"box_ops", m.box_ops},
+        {"serial_packs", m.serial_packs},
         {"ipc_mode", m.ipc_push ? "push" : "pull"},
         {"serial_issue", m.serial_issue},
         {"switch_us", m.switch_us},

@@ -67,7 +67,7 @@
 #include "transport.h"
 #include "cuda_ipc_fanout.h"
 #include "cuda_ipc_settings.h"
-#include "cuda_ipc_trace.h"
+#include "wait_trace.h"
 #include "transports.h"
 
 namespace reshard {

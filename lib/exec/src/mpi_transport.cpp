@@ -11,6 +11,7 @@
 #include "reshard/core/error.h"
 #include "reshard/exec/control.h"
 #include "transports.h"
+#include "wait_trace.h"
 
 #ifdef RESHARD_HAVE_MPI
 #include "mpi_wait.h"
@@ -28,6 +29,7 @@ class MpiTransport final : public Transport {
     RESHARD_MPI_CHECK(MPI_Comm_rank(world_, &rank_));
   }
   ~MpiTransport() override {
+    if (!options_.mpi_trace.empty()) write_wait_traces(options_.mpi_trace, rank_, trace_);
     for (MPI_Comm& c : comms_)
       if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
     MPI_Comm_free(&world_);
@@ -79,6 +81,7 @@ class MpiTransport final : public Transport {
   void flush(int stream) override {
     Stream& s = at(stream);
     if (s.requests.size() > (s.bounds.empty() ? 0 : s.bounds.back())) s.bounds.push_back(s.requests.size());
+    if (!options_.mpi_trace.empty()) last_flush_ = MPI_Wtime();
   }
 
   void wait(int stream, int keep) override {
@@ -89,8 +92,15 @@ class MpiTransport final : public Transport {
     if (n == 0) return;
     std::vector<MPI_Request> requests(s.requests.begin(), s.requests.begin() + static_cast<std::ptrdiff_t>(n));
     std::vector<MPI_Status> st(n);
+    const bool tracing = !options_.mpi_trace.empty();
+    if (tracing) {  // the flush is an instant here (the ops started when posted): begin = end
+      trace_.push_back(WaitTrace{stream, last_flush_, last_flush_, MPI_Wtime()});
+      trace_.back().ops = static_cast<int64_t>(n);
+      last_flush_ = 0;
+    }
     const int rc = wait_bounded(requests, st.data(), options_.timeout_s,
                                 [&](const std::vector<bool>& pending) { return waiting_for(s, pending); });
+    if (tracing) trace_.back().end = MPI_Wtime();
     if (rc == MPI_ERR_IN_STATUS) {
       for (size_t i = 0; i < st.size(); ++i)
         if (st[i].MPI_ERROR != MPI_SUCCESS && st[i].MPI_ERROR != MPI_ERR_PENDING)
@@ -182,6 +192,8 @@ class MpiTransport final : public Transport {
   std::vector<MPI_Comm> comms_;
   std::vector<std::vector<int>> ranks_;
   std::vector<Stream> streams_;
+  std::vector<WaitTrace> trace_;  // --mpi-trace: one per wait
+  double last_flush_ = 0;         // MPI_Wtime of the flush since the last traced wait; 0: none
 };
 
 }  // namespace

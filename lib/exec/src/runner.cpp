@@ -183,6 +183,7 @@ struct Session {
     TransportOptions options;
     options.timeout_s = a.timeout_s;
     options.ipc = {a.ipc_mode, a.ipc_boxes, a.ipc_batch, a.ipc_memcpy_min, a.ipc_launch_bytes, a.ipc_trace};
+    options.mpi_trace = a.mpi_trace;
     agreed(ctl, [&] { transport = make_transport(a.transport, ctl, options); });
     if (fault_spec) {
       auto wrapped = std::make_unique<FaultTransport>(std::move(transport), *fault_spec, ctl.rank());

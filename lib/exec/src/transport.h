@@ -44,6 +44,7 @@ struct TransportOptions {
   struct CudaIpc {
     std::string mode, boxes, batch, memcpy_min, launch_bytes, trace;
   } ipc;
+  std::string mpi_trace;  // MPI transport: PREFIX of its per-rank wait traces (wait_trace.h); "": none
 };
 
 class Transport {

@@ -86,6 +86,10 @@ struct SystemModel {
   double per_launch_us = 0;        // per copy launch: each pack or unpack; per (batch, stream, peer) for
                                    // the transport's batched copies
   bool box_ops = false;            // transport copies strided boxes straight: no pack, no unpack
+  // The executor's packs and unpacks run on the rank's own thread (host staging, MPI transport): a
+  // batch's packs before it is posted, its unpacks after its wait, adding to its time instead of
+  // overlapping its transfers (cuda-ipc's are kernels on a stream, which overlap).
+  bool serial_packs = false;
   // cuda-ipc's mode, where box_ops is on (the cuda-ipc transport): false = pull (receivers copy),
   // true = push (senders copy; a broadcast root fans one read out to its members). The executor's and
   // `reshard simulate`'s default is push; false here keeps a hand-built model's predictions as before.

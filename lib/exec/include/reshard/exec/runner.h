@@ -24,6 +24,7 @@ struct RunArgs {
   double timeout_s = 300;  // any wait for another rank without progress this long ends the run (all ranks, non-zero)
   // cuda-ipc's --ipc-* flags as given ("": the RESHARD_CUDA_IPC_* variable, else the default).
   std::string ipc_mode, ipc_boxes, ipc_batch, ipc_memcpy_min, ipc_launch_bytes, ipc_trace;
+  std::string mpi_trace;  // --mpi-trace: the MPI transport's wait trace to PREFIX.<rank>.tsv ("": none)
   BatchPolicy exec;
   std::string command_line;  // echoed into the JSON
 };

@@ -1,4 +1,4 @@
-#include "cuda_ipc_trace.h"
+#include "wait_trace.h"
 
 #include <fstream>
 

@@ -1,6 +1,6 @@
-// RESHARD_CUDA_IPC_TRACE (cuda_ipc_settings.h): host timestamps of each wait() of the cuda-ipc
-// transport, written per rank at teardown as PREFIX.<rank>.tsv for scripts/ipc_trace.py. Private to
-// lib/exec.
+// Host timestamps of each wait() of a transport, written per rank at teardown as PREFIX.<rank>.tsv for
+// scripts/ipc_trace.py: cuda-ipc's (--ipc-trace, RESHARD_CUDA_IPC_TRACE; cuda_ipc_settings.h) with its
+// copier's points, MPI's (--mpi-trace) with the flush and the wait only. Private to lib/exec.
 #pragma once
 #include <cstdint>
 #include <string>
