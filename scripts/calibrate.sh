@@ -217,11 +217,6 @@ def host_flags(f, rec):
     flags = ["--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
              "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
              "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / h["p2p_all_pairs_aggregate_gbps"])]
-    # The MPI_Ibcast of 256 MiB over rank 0 + the second half: a chain (libnbc, more than 4 members),
-    # its rate per receiving member.
-    bcast = [v for k, v in h.items() if k.startswith("ibcast_256MiB_to_")]
-    if bcast and int(list(k for k in h if k.startswith("ibcast_256MiB_to_"))[0].split("_")[3]) + 1 > 4:
-        flags += ["--chain-broadcast-gbps", "%.3f" % (268435456 / (bcast[0] * 1e-3) / 1e9)]
     return flags
 
 def preset(f, rec):

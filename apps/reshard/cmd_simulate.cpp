@@ -23,7 +23,7 @@ namespace {
 struct SimulateArgs {
   std::string plan, system = "h100-nvl8-ib400";
   std::string gpus_per_node, nvlink_gbps, nic_gbps, latency_us, nvlink_latency_us, nic_latency_us, launch_us,
-      per_op_us, copy_gbps, shared_copy_gbps, wire_copies, chain_broadcast_gbps,
+      per_op_us, copy_gbps, shared_copy_gbps, wire_copies,
       per_copy_us, per_launch_us, switch_us, slice_us, algo, ipc_mode = "push";
   BatchFlags batch;
   std::string timeline;
@@ -78,7 +78,6 @@ int run_simulate(const SimulateArgs& a) {
   real(a.copy_gbps, "--copy-gbps", m.copy_gbps);
   real(a.shared_copy_gbps, "--shared-copy-gbps", m.shared_copy_gbps);
   real(a.wire_copies, "--wire-copies", m.wire_copies);
-  real(a.chain_broadcast_gbps, "--chain-broadcast-gbps", m.chain_broadcast_gbps);
   real(a.per_copy_us, "--per-copy-us", m.per_copy_us);
   real(a.per_launch_us, "--per-launch-us", m.per_launch_us);
   real(a.switch_us, "--switch-us", m.switch_us);
@@ -137,9 +136,6 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--shared-copy-gbps", args->shared_copy_gbps,
                   "Copy rate shared by all ranks of a domain (one host, one GPU), GB/s (0: not shared)");
   cmd->add_option("--wire-copies", args->wire_copies, "Copies the transport makes per received byte");
-  cmd->add_option("--chain-broadcast-gbps", args->chain_broadcast_gbps,
-                  "Rate per receiving member of a pipelined broadcast inside a domain (Open MPI's chain of "
-                  "32 KiB fragments; scripts/calibrate.sh --measure-host's MPI_Ibcast), GB/s (0: the link's)");
   cmd->add_option("--per-copy-us", args->per_copy_us, "Cost per copy issued, us");
   cmd->add_option("--per-launch-us", args->per_launch_us,
                   "Cost per copy launch (each pack or unpack; the transport's batched copies per batch, "

@@ -134,22 +134,25 @@ TEST(SimulateCopies, LinearBroadcastRootSendsToEveryMember) {
   EXPECT_EQ(simulate(p, m).busiest_link_bytes, p.buckets[0].bytes);
 }
 
-TEST(SimulateCopies, ChainBroadcastRateBoundsEachReceivingMember) {
-  // One misc bucket, one batch, a pipelined broadcast (more members than linear_broadcast_max): at
-  // 100 GB/s links the bucket takes bytes / 100 GB/s; with the chain's rate per member at 1 GB/s (Open
-  // MPI's 32 KiB-fragment chain, measured by calibrate.sh --measure-host) every receiver's batch takes
-  // bytes / 1 GB/s, and that is the phase.
-  const Plan p = small_plan(0, 1, 1, 3, 1);
+TEST(SimulateCopies, BinomialBroadcastRelaysWholeMessages) {
+  // One misc bucket over 8 ranks (1 train + 7 gen), links at 1 GB/s, no copies. Open MPI 4.1's
+  // MPI_Ibcast above 4 members is binomial (nbc_ibcast.c, skip_dt_decision): the root (v 0) sends the
+  // whole bucket to v 1, 2 and 4; v 1 to 3 and 5; v 2 to 6; v 3 to 7. Its link carries 3 buckets, and v 7
+  // has the bucket after 3 hops (v 3 from v 1 from v 0): 3 x bytes / 1 GB/s either way. Linear: the
+  // root sends 7; a ring: every link 1.
+  const Plan p = small_plan(0, 1, 1, 7, 1);
   ASSERT_EQ(p.buckets.size(), 1u);
-  SystemModel m = shared(100);
-  m.copy_gbps = m.shared_copy_gbps = 0;  // links only
-  m.linear_broadcast_max = 0;
-  const double bytes = static_cast<double>(p.buckets[0].bytes);
-  EXPECT_NEAR(simulate(p, m).misc_seconds, bytes / 100e9, 1e-12);
-  m.chain_broadcast_gbps = 1;
-  EXPECT_NEAR(simulate(p, m).misc_seconds, bytes / 1e9, 1e-12);
-  m.linear_broadcast_max = 1 << 20;  // a linear broadcast is point-to-point: the chain's rate does not apply
-  EXPECT_LT(simulate(p, m).misc_seconds, bytes / 1e9 / 2);
+  ASSERT_EQ(p.groups[p.buckets[0].group].ranks.size(), 8u);
+  SystemModel m = shared(1);
+  m.copy_gbps = m.shared_copy_gbps = 0;
+  m.linear_broadcast_max = 4;
+  m.binomial_broadcast_min = 5;
+  const int64_t b = p.buckets[0].bytes;
+  const SimResult r = simulate(p, m);
+  EXPECT_EQ(r.busiest_link_bytes, 3 * b);
+  EXPECT_NEAR(r.misc_seconds, 3.0 * static_cast<double>(b) / 1e9, 1e-12);
+  m.binomial_broadcast_min = 9;  // not binomial at 8 members: the pipelined ring
+  EXPECT_EQ(simulate(p, m).busiest_link_bytes, b);
 }
 
 TEST(SimulateCopies, SerialPacksDelayEachSendByItsPack) {
@@ -202,6 +205,7 @@ TEST(SimulateCopies, PresetsAreValidAndCopyModelled) {
   EXPECT_TRUE(find_system_preset("h200-shared-1gpu-mps").box_ops);
   EXPECT_EQ(find_system_preset("cpu-mpi-local").linear_broadcast_max, 4);  // Open MPI libnbc's MPI_Ibcast
   EXPECT_TRUE(find_system_preset("cpu-mpi-local").serial_packs);             // host packs on the rank's thread
+  EXPECT_EQ(find_system_preset("cpu-mpi-local").binomial_broadcast_min, 5);  // libnbc above 4 members
   EXPECT_FALSE(find_system_preset("h200-shared-1gpu").serial_packs);         // kernels on a stream
   EXPECT_EQ(find_system_preset("h100-nvl8-ib400").copy_gbps, 0);            // copies not modelled there
 }

@@ -2,6 +2,7 @@
 #include "reshard/core/simulate.h"
 
 #include <algorithm>
+#include <bit>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -61,7 +62,6 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
   rate(m.copy_gbps, "--copy-gbps", true);
   rate(m.shared_copy_gbps, "--shared-copy-gbps", true);
   check(m.wire_copies, "--wire-copies", true, 1e6, "");
-  rate(m.chain_broadcast_gbps, "--chain-broadcast-gbps", true);
   time_us(m.per_copy_us, "--per-copy-us");
   time_us(m.per_launch_us, "--per-launch-us");
   time_us(m.switch_us, "--switch-us");
@@ -82,7 +82,7 @@ int res_index(bool nic, bool send) { return (nic ? 2 : 0) + (send ? 0 : 1); }
 struct OpCost {
   Bytes4 res{};           // bytes on each of the rank's resources
   double latency = 0;     // seconds
-  double chain = 0;       // seconds the op's pipelined broadcast takes at least (chain_broadcast_gbps)
+  double relay = 0;       // seconds a binomial broadcast takes to reach this member through its relays
   int64_t copy_bytes = 0;  // copied in this rank's memory (copy model)
   int64_t copies = 0;      // copies this rank issues
   int64_t launches = 0;    // of them, the executor's packs and unpacks: one launch each
@@ -121,7 +121,7 @@ struct RankState {
   std::vector<std::pair<int, int>> pulls;  // (stream, peer) of the transport's copies: a launch each
   std::vector<std::pair<double, Bytes4>> wire;  // per op: when all its ranks had posted it, its bytes
   double latency = 0;
-  double chain = 0;  // the batch's pipelined broadcasts at chain_broadcast_gbps: one progress engine runs them
+  double relay = 0;  // the batch's binomial broadcasts' relay time (one progress engine runs them all)
   uint32_t streams_used = 0;  // bit per stream (streams above 32 share bits; only the count matters)
   int stream_count = 0;
   // Totals.
@@ -382,6 +382,11 @@ class Replayer {
     const GroupDomains& gd = domains_[g];
     const bool nic = gd.nodes.size() > 1;
     const bool linear = !nic && static_cast<int64_t>(n) <= m_.linear_broadcast_max;
+    // Open MPI 4.1's MPI_Ibcast (coll/libnbc, nbc_ibcast.c ompi_coll_libnbc_ibcast): with
+    // coll_libnbc_ibcast_skip_dt_decision (default true) linear up to 4 members, else binomial
+    // (bcast_sched_binomial: whole messages, the root's and each relay's sends at once).
+    const bool binomial = !nic && !linear && m_.binomial_broadcast_min > 0 &&
+                          static_cast<int64_t>(n) >= m_.binomial_broadcast_min;
     const int64_t root_node = node(root);
     const size_t root_d = static_cast<size_t>(
         std::lower_bound(gd.nodes.begin(), gd.nodes.end(), root_node) - gd.nodes.begin());
@@ -402,10 +407,19 @@ class Replayer {
       if (linear) {
         if (r == root) op.res[res_index(false, true)] = b * static_cast<int64_t>(n - 1);
         else if (!(boxed && local.count == 0)) op.res[res_index(false, false)] = b;
+      } else if (binomial) {
+        // libnbc's virtual rank: the root and group rank 0 swap places.
+        const size_t root_g = static_cast<size_t>(root_it - members.begin());
+        const size_t v = i == root_g ? 0 : i == 0 ? root_g : i;
+        int64_t children = 0;
+        for (size_t step = 1; step < n; step <<= 1)
+          if (v < step && v + step < n) ++children;
+        if (v != 0) op.res[res_index(false, false)] = b;
+        op.res[res_index(false, true)] = b * children;
+        op.relay = static_cast<double>(std::popcount(v)) * static_cast<double>(b) / (m_.nvlink_gbps * 1e9);
       } else if (!nic) {
         if (r != root) op.res[res_index(false, false)] = b;
-        if (r != root && m_.chain_broadcast_gbps > 0)
-          op.chain = static_cast<double>(b) / (m_.chain_broadcast_gbps * 1e9);
+
         if (r != tail) op.res[res_index(false, true)] = b;
       } else {
         const int64_t d = node(r);
@@ -448,7 +462,7 @@ class Replayer {
       if (op.phase == misc_phase_) s.misc_res[i] += c.res[i];
     }
     s.latency = std::max(s.latency, c.latency);
-    s.chain += c.chain;
+    s.relay += c.relay;
     const uint32_t bit = 1u << (op.stream % 32);
     if (!(s.streams_used & bit)) {
       s.streams_used |= bit;
@@ -514,7 +528,7 @@ class Replayer {
     const int64_t serial = m_.serial_packs ? s.pack_bytes + s.unpack_bytes : 0;
     const double unpack = copies_ && m_.serial_packs ? static_cast<double>(s.unpack_bytes) / (m_.copy_gbps * 1e9) : 0;
     if (copies_) wire = std::max(wire, static_cast<double>(s.copy_bytes - serial) / (m_.copy_gbps * 1e9));
-    wire = std::max(wire, s.chain);
+    wire = std::max(wire, s.relay);
     const double fixed = m_.launch_us * 1e-6 * s.stream_count + s.latency;
     const int64_t launches = s.launches + static_cast<int64_t>(s.pulls.size());
     const double issue = m_.launch_us * 1e-6 * s.stream_count + m_.per_op_us * 1e-6 * static_cast<double>(s.batch_ops) +
@@ -546,7 +560,7 @@ class Replayer {
     s.pulls.clear();
     s.wire.clear();
     s.latency = 0;
-    s.chain = 0;
+    s.relay = 0;
     s.streams_used = 0;
     s.stream_count = 0;
   }

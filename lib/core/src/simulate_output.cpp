@@ -61,7 +61,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"switch_us", m.switch_us},
         {"slice_us", m.slice_us},
         {"linear_broadcast_max", m.linear_broadcast_max},
-        {"chain_broadcast_gbps", m.chain_broadcast_gbps},
+        {"binomial_broadcast_min", m.binomial_broadcast_min},
         {"streams", m.batch.streams},
         {"batch_ops", m.batch.batch_ops},
         {"batch_bytes", m.batch.batch_bytes},
@@ -124,8 +124,6 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
          m.copy_gbps, m.shared_copy_gbps, m.wire_copies, m.per_copy_us, m.per_launch_us,
          m.box_ops ? (m.ipc_push ? ", box ops, cuda-ipc push" : ", box ops, cuda-ipc pull") : "",
          m.serial_issue ? ", serial issue" : "", to_string(m.algo));
-  if (m.chain_broadcast_gbps > 0)
-    line("#  pipelined broadcasts inside a domain at most %.2f GB/s per receiving member\n", m.chain_broadcast_gbps);
   if (m.serial_issue && m.switch_us > 0 && m.slice_us > 0)
     line("#  context switch %.2f us per %.1f us time slice a rank's transport passes of a batch take, where two "
          "or more ranks of a domain launch copies\n",

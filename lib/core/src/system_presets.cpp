@@ -33,6 +33,7 @@ SystemModel cpu_mpi_local() {
   m.shared_copy_gbps = 12.0;
   m.wire_copies = 1.74;
   m.linear_broadcast_max = 4;
+  m.binomial_broadcast_min = 5;  // Open MPI 4.1 libnbc: binomial above 4 members (nbc_ibcast.c)
   // The executor packs a strided box into staging right before posting its send and unpacks after the
   // wait, on the rank's thread (executor.cpp: run_ops, retire_oldest; host memory copies synchronously).
   m.serial_packs = true;

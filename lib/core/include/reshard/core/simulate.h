@@ -21,10 +21,10 @@
 //   runs a channel per NIC), and forwards them inside over NVLink. Groups of at most
 //   linear_broadcast_max members broadcast linearly instead: the root sends the bytes to each member
 //   (Open MPI's MPI_Ibcast for <= 4 members; cuda-ipc, where every member pulls from the root).
-//   chain_broadcast_gbps > 0 bounds a pipelined broadcast inside a domain further: each receiving
-//   member's batch takes at least its bytes at that rate (Open MPI's libnbc chains buckets above
-//   512 KiB in 32 KiB fragments, one schedule round each: a rate per member well below a
-//   point-to-point's, measured by `scripts/calibrate.sh --measure-host`'s MPI_Ibcast).
+//   Groups of at least binomial_broadcast_min members inside a domain broadcast by a binomial tree of
+//   whole messages instead (Open MPI 4.1's MPI_Ibcast above 4 members): member v (counted from the
+//   root) receives the bytes once from v minus its highest bit and sends them to each v + 2^r with
+//   2^r > v, so it has them after popcount(v) hops of bytes / link, store and forward.
 // - Copies (copy_gbps > 0; the host-staging and shared-device presets): what the executor copies in
 //   memory besides the wire: the sender's pack of a strided box into staging, the transport's wire
 //   copies (wire_copies per received byte), the receiver's unpack, each at copy_gbps on its rank.
@@ -109,7 +109,7 @@ struct SystemModel {
   // 0: switch_us per pass.
   double slice_us = 0;
   int64_t linear_broadcast_max = 0;  // groups up to this size broadcast linearly (root -> each member)
-  double chain_broadcast_gbps = 0;   // > 0: a pipelined broadcast's rate per receiving member, GB/s
+  int64_t binomial_broadcast_min = 0;  // > 0: groups this large (and above linear) use a binomial tree
   BatchPolicy batch;  // the executor's knobs: the same defaults, bounds and message cap as `run`
   Algo algo = Algo::Reshard;
 };
