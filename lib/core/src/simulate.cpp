@@ -2,8 +2,8 @@
 #include "reshard/core/simulate.h"
 
 #include <algorithm>
-#include <bit>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -419,7 +419,6 @@ class Replayer {
         op.relay = static_cast<double>(std::popcount(v)) * static_cast<double>(b) / (m_.nvlink_gbps * 1e9);
       } else if (!nic) {
         if (r != root) op.res[res_index(false, false)] = b;
-
         if (r != tail) op.res[res_index(false, true)] = b;
       } else {
         const int64_t d = node(r);
