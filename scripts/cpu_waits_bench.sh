@@ -13,7 +13,7 @@
 #        PLAN_DIR: a folder holding NAME.json plans to copy instead of planning: the plans take --exclude,
 #        a regex, which a build without RE2 refuses, e.g. the device's; fingerprints are checked by calibrate)
 # Memory: at most ~13 GiB for all ranks of a 32-rank config (the plan summary's bound); one run at a time.
-# Time: about 7 min on the 2-core VM, 2.5 min on the device's 16-core host.
+# Time: about 6 min on the 2-core VM, 1.5 min on the device's 16-core host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${RESHARD_BUILD_DIR:-build}
