@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
   const size_t n = size_t(256) << 20;
   const int reps = 7;
   std::vector<char> a(n, 1), b(n, 2);
-  // Median of reps (barrier, f, barrier; max over ranks): the runs it predicts report mean times, and
-  // a best-of-reps rate read up to 40 % above the typical one on a shared host.
+  // Median of reps (barrier, f, barrier; max over ranks): the runs it predicts report mean times, so
+  // their rates are typical ones, not the best.
   auto timed = [&](auto f) {
     std::vector<double> ts;
     for (int r = 0; r < reps; ++r) {
