@@ -214,10 +214,9 @@ def host_flags(f, rec):
     except (OSError, ValueError):
         return []
     link = "%.3f" % h["p2p_one_pair_gbps"]
-    flags = ["--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
-             "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
-             "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / h["p2p_all_pairs_aggregate_gbps"])]
-    return flags
+    return ["--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
+            "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
+            "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / h["p2p_all_pairs_aggregate_gbps"])]
 
 def preset(f, rec):
     transport = rec["arguments"].get("transport")

@@ -416,7 +416,7 @@ class Replayer {
           if (v < step && v + step < n) ++children;
         if (v != 0) op.res[res_index(false, false)] = b;
         op.res[res_index(false, true)] = b * children;
-        op.relay = static_cast<double>(std::popcount(v)) * static_cast<double>(b) / (m_.nvlink_gbps * 1e9);
+        op.relay = static_cast<double>(std::popcount(v)) * static_cast<double>(b) / beta_[res_index(false, false)];
       } else if (!nic) {
         if (r != root) op.res[res_index(false, false)] = b;
         if (r != tail) op.res[res_index(false, true)] = b;
