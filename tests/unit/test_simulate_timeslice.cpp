@@ -59,8 +59,10 @@ TEST(SimulateSlice, CopiesLongerThanASliceAreSwitchedInOncePerSlice) {
 TEST(SimulateSlice, BatchesAreSeparateRunsOnlyOneAtATime) {
   // Batches of 2 ops (one weight's two halves, from the two peers). One batch at a time (window 1):
   // each gen rank's context drains between batches, so each of its 8 batches is switched in again.
-  // With batches in flight its next batch is queued before the last is through: the context never
-  // drains until the end, and one slice longer than all its copies holds all 8 batches' passes.
+  // Window 2: a rank posts two batches, and its third only once the first has ended, i.e. after its
+  // copies and the other rank's turn: the GPU takes rank 2's two batches, switches to rank 3's two,
+  // back to rank 2's next two, ...: 8 / 2 = 4 rounds of 2 switches. Windows 8 and 16: all 8 batches are
+  // posted at once, each context's passes are all queued when it is switched in, one switch each.
   const Plan p = two_peer_plan(8);
   SystemModel m = test::time_sliced_gpu("slice-test", 30, 0);
   m.batch.batch_ops = 2;
@@ -71,9 +73,9 @@ TEST(SimulateSlice, BatchesAreSeparateRunsOnlyOneAtATime) {
   EXPECT_EQ(sliced.batches, 8);
   EXPECT_EQ(per_pass.switches, 2 * 8 * 2);
   EXPECT_EQ(sliced.switches, 2 * 8);
-  for (int window : {2, 8, 16}) {
+  for (const auto& [window, switches] : {std::pair{2, 8}, {8, 2}, {16, 2}}) {
     m.batch.window = window;
-    EXPECT_EQ(simulate(p, m).phases.front().switches, 2) << "window " << window;
+    EXPECT_EQ(simulate(p, m).phases.front().switches, switches) << "window " << window;
   }
 }
 

@@ -1,0 +1,29 @@
+// One GPU time-sliced between processes (no MPS): when each context's copy work is done.
+//
+// The contexts with work queued take turns: the one switched in runs its queue until it is empty or,
+// while another context waits, until its slice is used up; switching to another context costs
+// `switch_seconds` (switching back to the context still loaded after the GPU idled costs nothing).
+// Work that arrives for the running context joins its queue, first come first served. The slice and
+// the switch are measured by scripts/gpu_timeslice.sh (results/gpu/timeslice/).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace reshard {
+
+struct SliceWork {
+  double ready = 0;    // when it can start
+  int context = 0;     // the process (rank) whose context runs it, 0 <= context < contexts
+  double seconds = 0;  // its copy time with the GPU to itself
+};
+
+struct SliceSchedule {
+  std::vector<double> done;          // per work item (input order): when it is done
+  std::vector<int64_t> switches_in;  // per context: the switches into it
+  double end = 0;                    // when the last work is done
+};
+
+SliceSchedule schedule_time_slices(const std::vector<SliceWork>& work, int contexts, double slice_seconds,
+                                   double switch_seconds);
+
+}  // namespace reshard

@@ -1,0 +1,87 @@
+// See time_slice.h.
+#include "reshard/core/time_slice.h"
+
+#include <algorithm>
+#include <deque>
+#include <numeric>
+
+namespace reshard {
+
+SliceSchedule schedule_time_slices(const std::vector<SliceWork>& work, int contexts, double slice_seconds,
+                                   double switch_seconds) {
+  constexpr double kEps = 1e-15;
+  std::vector<size_t> order(work.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return work[a].ready < work[b].ready; });
+  SliceSchedule out;
+  out.done.assign(work.size(), 0);
+  out.switches_in.assign(static_cast<size_t>(contexts), 0);
+  std::vector<std::deque<std::pair<size_t, double>>> queue(static_cast<size_t>(contexts));  // (item, left)
+  std::vector<bool> in_turn(static_cast<size_t>(contexts), false);
+  std::deque<int> turn;  // contexts with work queued, not switched in, in the order their work came
+  double t = 0, left = slice_seconds;
+  int cur = -1;
+  size_t next = 0;
+  auto admit = [&] {
+    for (; next < order.size() && work[order[next]].ready <= t; ++next) {
+      const size_t i = order[next];
+      const int c = work[i].context;
+      if (c != cur && !in_turn[static_cast<size_t>(c)] && queue[static_cast<size_t>(c)].empty()) {
+        turn.push_back(c);
+        in_turn[static_cast<size_t>(c)] = true;
+      }
+      queue[static_cast<size_t>(c)].emplace_back(i, work[i].seconds);
+    }
+  };
+  auto switch_to = [&](int c) {
+    t += switch_seconds;
+    ++out.switches_in[static_cast<size_t>(c)];
+    cur = c;
+    left = slice_seconds;
+  };
+  auto next_in_turn = [&] {
+    const int c = turn.front();
+    turn.pop_front();
+    in_turn[static_cast<size_t>(c)] = false;
+    return c;
+  };
+  while (true) {
+    admit();
+    if (cur >= 0 && !queue[static_cast<size_t>(cur)].empty()) {
+      // Run the oldest item until it is done, the next arrival, or (someone waiting) the slice's end.
+      auto& [item, rest] = queue[static_cast<size_t>(cur)].front();
+      double run = rest;
+      if (next < order.size()) run = std::min(run, work[order[next]].ready - t);
+      if (!turn.empty()) run = std::min(run, left);
+      t += run;
+      rest -= run;
+      left -= run;
+      if (rest <= kEps) {
+        out.done[item] = t;
+        queue[static_cast<size_t>(cur)].pop_front();
+      }
+      if (!turn.empty() && left <= kEps && !queue[static_cast<size_t>(cur)].empty()) {  // preempted
+        const int c = next_in_turn();
+        turn.push_back(cur);
+        in_turn[static_cast<size_t>(cur)] = true;
+        switch_to(c);
+      }
+      continue;
+    }
+    if (!turn.empty()) {
+      const int c = next_in_turn();
+      if (c != cur) switch_to(c);
+      else left = slice_seconds;
+      continue;
+    }
+    if (next < order.size()) {
+      t = std::max(t, work[order[next]].ready);  // idle; the last context stays loaded
+      continue;
+    }
+    break;
+  }
+  out.end = t;
+  return out;
+}
+
+}  // namespace reshard

@@ -1,0 +1,60 @@
+// One GPU time-sliced between processes (time_slice.h): the turns its contexts take, worked by hand.
+#include <gtest/gtest.h>
+
+#include "reshard/core/time_slice.h"
+
+namespace reshard {
+namespace {
+
+constexpr double us = 1e-6;
+
+TEST(TimeSlice, ContextsWithWorkTakeTurnsEachSwitchedIn) {
+  // A and B, 10 us each, ready at 0; switch 5 us, slice 100 us: A switched in (5), done at 15; B
+  // switched in (20), done at 30.
+  const SliceSchedule s = schedule_time_slices({{0, 0, 10 * us}, {0, 1, 10 * us}}, 2, 100 * us, 5 * us);
+  ASSERT_EQ(s.done.size(), 2u);
+  EXPECT_NEAR(s.done[0], 15 * us, 1e-12);
+  EXPECT_NEAR(s.done[1], 30 * us, 1e-12);
+  EXPECT_EQ(s.switches_in, (std::vector<int64_t>{1, 1}));
+  EXPECT_NEAR(s.end, 30 * us, 1e-12);
+}
+
+TEST(TimeSlice, ASliceEndsWhileAnotherWaits) {
+  // A 30 us, B 10 us, both at 0; slice 10, switch 1: A in at 1, preempted at 11 (20 left); B in at 12,
+  // done at 22; A in again at 23, alone now, done at 43.
+  const SliceSchedule s = schedule_time_slices({{0, 0, 30 * us}, {0, 1, 10 * us}}, 2, 10 * us, 1 * us);
+  EXPECT_NEAR(s.done[0], 43 * us, 1e-12);
+  EXPECT_NEAR(s.done[1], 22 * us, 1e-12);
+  EXPECT_EQ(s.switches_in, (std::vector<int64_t>{2, 1}));
+}
+
+TEST(TimeSlice, WorkForTheRunningContextJoinsItsQueue) {
+  // A 5 us at 0, A 5 us at 3, B 5 us at 4; switch 1, slice 100: A in at 1, its first done at 6, its
+  // second (queued at 3) at 11; B in at 12, done at 17. Input order is kept in `done`.
+  const SliceSchedule s =
+      schedule_time_slices({{4 * us, 1, 5 * us}, {0, 0, 5 * us}, {3 * us, 0, 5 * us}}, 2, 100 * us, 1 * us);
+  EXPECT_NEAR(s.done[1], 6 * us, 1e-12);
+  EXPECT_NEAR(s.done[2], 11 * us, 1e-12);
+  EXPECT_NEAR(s.done[0], 17 * us, 1e-12);
+  EXPECT_EQ(s.switches_in, (std::vector<int64_t>{1, 1}));
+}
+
+TEST(TimeSlice, AnIdleGpuKeepsTheLastContextLoaded) {
+  // A 5 us at 0 and at 100, B 5 us at 200; switch 1: A in once (done 6, 105), B in at 201 (done 206).
+  const SliceSchedule s =
+      schedule_time_slices({{0, 0, 5 * us}, {100 * us, 0, 5 * us}, {200 * us, 1, 5 * us}}, 2, 100 * us, 1 * us);
+  EXPECT_NEAR(s.done[0], 6 * us, 1e-12);
+  EXPECT_NEAR(s.done[1], 105 * us, 1e-12);
+  EXPECT_NEAR(s.done[2], 206 * us, 1e-12);
+  EXPECT_EQ(s.switches_in, (std::vector<int64_t>{1, 1}));
+  EXPECT_NEAR(s.end, 206 * us, 1e-12);
+}
+
+TEST(TimeSlice, NoWorkNoSwitches) {
+  const SliceSchedule s = schedule_time_slices({}, 3, 100 * us, 1 * us);
+  EXPECT_EQ(s.switches_in, (std::vector<int64_t>{0, 0, 0}));
+  EXPECT_EQ(s.end, 0);
+}
+
+}  // namespace
+}  // namespace reshard
