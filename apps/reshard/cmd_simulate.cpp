@@ -144,8 +144,9 @@ void add_simulate_command(CLI::App& app, Action& action) {
                   "Context switch per transport pass where ranks time-slice one GPU (with serial issue; "
                   "scripts/gpu_timeslice.sh measures it), us");
   cmd->add_option("--slice-us", args->slice_us,
-                  "GPU time slice per context: a rank's transport passes of one batch share its slices, one "
-                  "switch per slice their copies take (scripts/gpu_timeslice.sh measures it; 0: a switch per "
+                  "GPU time slice per context: the ranks' transport passes take turns on the GPU, a context "
+                  "running its queued passes until done or, while another waits, for one slice, and the "
+                  "batches wait for their turns (scripts/gpu_timeslice.sh measures it; 0: a switch per "
                   "pass), us");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->add_option("--timeline", args->timeline,

@@ -105,6 +105,30 @@ TEST(SimulateSlice, ARunAfterTheSameContextsRunIsNotSwitchedInAgain) {
   EXPECT_EQ(misc.switches, 3);
 }
 
+TEST(SimulateSlice, HandOffsOnOneGpuWaitForTheirTurns) {
+  // The 8-rank two-phase plan of results/gpu/window_push_nosync (Qwen3-4B, train PP2 x DP2 -> gen TP2 x
+  // DP2, plan 15cb0a8307a5a6be) at window 16, push: the gen ranks root the fan-outs to their DP peer,
+  // so their batches are a few ops each, each waited for before the next fan-out. Its `--ipc-trace`
+  // (results/gpu/window_push_nosync/trace/, step 8) changes copying rank 55 times in a 12.5 ms stage.
+  // Walked without the turns the passes bunch at the stage's start: 7 switches and the shared copy
+  // bound, 4.7 ms. With the turns the hand-offs wait for the GPU: 40-55 switches, within 25 % of the
+  // measured 12.47 ms (results/gpu/window_push_nosync/ipc/ipc_qwen3_4b_pp2dp2_tp2dp2_w16.json).
+  const ModelMeta model = load_model(std::string(RESHARD_SOURCE_DIR) + "/plans/qwen3-4b.json");
+  Parallelism train, gen;
+  train.pp = 2;
+  gen.tp = 2;
+  const Plan plan = plan_reshard(model, test::sys(4, train, 4, gen), PlanOptions{});
+  ASSERT_EQ(plan.fingerprint, "15cb0a8307a5a6be");
+  SystemModel m = find_system_preset("h200-shared-1gpu");
+  m.ipc_push = true;
+  m.batch.window = 16;
+  const SimPhase pp0 = simulate(plan, m).phases.front();
+  ASSERT_EQ(pp0.name, "bulk.pp0");
+  EXPECT_GE(pp0.switches, 40);
+  EXPECT_LE(pp0.switches, 55);
+  EXPECT_NEAR(pp0.seconds, 12.47e-3, 0.25 * 12.47e-3);
+}
+
 TEST(SimulateSlice, NeverMoreSwitchesThanPassesWhileBatchesFitASlice) {
   // On every preset and both algorithms: with a slice longer than any batch's copies the switches can
   // only merge, and the lower bound still holds; without serial issue or switch cost nothing changes.

@@ -125,7 +125,7 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
          m.box_ops ? (m.ipc_push ? ", box ops, cuda-ipc push" : ", box ops, cuda-ipc pull") : "",
          m.serial_issue ? ", serial issue" : "", to_string(m.algo));
   if (m.serial_issue && m.switch_us > 0 && m.slice_us > 0)
-    line("#  context switch %.2f us per %.1f us time slice a rank's transport passes of a batch take, where two "
+    line("#  context switch %.2f us, %.1f us time slice: the transport passes take turns on the GPU where two "
          "or more ranks of a domain launch copies\n",
          m.switch_us, m.slice_us);
   else if (m.serial_issue && m.switch_us > 0)

@@ -51,8 +51,11 @@
 //   more ranks launch copies (processes time-slicing one GPU) also pays switch_us per transport pass of
 //   every rank (one per batch, stream and peer received from): each waits for the GPU to switch to its
 //   context. A rank's back-to-back launches (packs, unpacks) share its time slice and are not charged.
-//   With slice_us, a rank's passes share slices while it has batches in flight (one switch per slice
-//   they need), and such a run right after a run of the same rank in the domain is switched in already.
+//   With slice_us the passes take turns on the GPU (time_slice.h) from when each can launch, a rank
+//   paying the switches into its context, and the walk is repeated with each batch delayed by the
+//   longest its passes queued there until the delays settle (docs/performance.md, "Context switches").
+//   On one device memory (box ops) a copier's copies run one after another from when all posted the
+//   op, and the other end's batch waits for the copy.
 // - Golden (algo): every distinct source shard broadcast whole over the param's group from its lowest
 //   holder, received into staging by every member, the gen ranks unpacking their intersections.
 // Pure function of (plan, model); no MPI, no GPU.
@@ -102,11 +105,10 @@ struct SystemModel {
   // process's context, per transport pass (batched launch per batch, stream and peer), which waits on
   // it. Measured by scripts/gpu_timeslice.sh; 0 under MPS (one context).
   double switch_us = 0;
-  // The GPU's time slice per context (measured by scripts/gpu_timeslice.sh --mode slice). > 0: a rank's
-  // passes queue in its context and share its slices while it has batches in flight (a run): switch_us
-  // once per run with passes, and once more per further slice its transport copies need (copy time at
-  // copy_gbps / slice, rounded up); one less where the domain's previous run was the same rank's.
-  // 0: switch_us per pass.
+  // The GPU's time slice per context (measured by scripts/gpu_timeslice.sh --mode slice). > 0: the
+  // ranks' passes take turns on the GPU (time_slice.h: a context runs its queue until it is empty or,
+  // while another waits, for one slice; switch_us per switch into it), and the batches wait for their
+  // turns. 0: switch_us per pass.
   double slice_us = 0;
   int64_t linear_broadcast_max = 0;  // groups up to this size broadcast linearly (root -> each member)
   int64_t binomial_broadcast_min = 0;  // > 0: groups this large (and above linear) use a binomial tree
