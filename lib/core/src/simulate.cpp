@@ -675,14 +675,15 @@ SliceSchedule take_turns(const Replayer& w, const SystemModel& m, const std::set
 // on every rank, and with that the turns. So the walk is repeated, each batch delayed by the longest
 // its passes queued in the previous walk's turns; the delays move a shrinking step towards the new
 // ones (1 / (1 + k/4) at walk k: a walk without delays bunches the passes, and its delays overshoot),
-// until none moves by 10 us; where that takes more than kTurnWalks walks, the first walk stands.
+// until none moves by 10 us, or kTurnWalks walks (the step is 1/16 by then: the delays are an average
+// over the last walks, which on large plans keep moving tens of us).
 // In the cuda-ipc trace of 1a at window 1 (results/gpu/extra/trace_19254c7/; misc, where one bucket
 // root copies per batch) a root's copies after the other root's take 134 us longer (median; switch_us
 // is 137.7), after its own none longer. In the trace of the 8-rank two-phase plan at window 16
 // (results/gpu/window_push_nosync/trace/) a bulk stage's copying waits change rank 55 times in 12.5
 // ms: the gen ranks' small batches, each waited for, are switched in one after another (the walk
 // with turns: 46 switches, 10.1 ms; without: 7, 4.7 ms).
-constexpr int kTurnWalks = 200;
+constexpr int kTurnWalks = 60;
 constexpr double kTurnsSettled = 10e-6;
 
 struct Walk {
@@ -735,16 +736,16 @@ Walk walk(const Plan& plan, const SystemModel& m, const OpLists& lists, const Fi
         next[r][b] = before + step * (next[r][b] - before);
         moved = std::max(moved, std::abs(next[r][b] - before));
       }
-    if (k > 0 && moved < kTurnsSettled) {
-      out.replay = std::move(next_walk);
-      out.switches = turns.switches_in;
-      out.turns = true;
-      return out;
-    }
+    if (k > 0 && moved < kTurnsSettled) break;
     delay = std::move(next);
     next_walk = once(delay);
     cur = next_walk.get();
     turns = take_turns(*cur, m, sliced);
+  }
+  if (next_walk) {
+    out.replay = std::move(next_walk);
+    out.switches = turns.switches_in;
+    out.turns = true;
   }
   return out;
 }
