@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the planner benchmark pinned to one core and gates it against results/baseline/planner.json
-# (scripts/perf_gate: ratios to a reference computation timed in the same run). ~17 s.
+# (scripts/perf_gate: ratios to a reference computation timed in the same run). ~17 s a run, a second
+# run only when the first fails.
 # The DeepSeek-V3 metadata ships in tests/data (unpacked into the build tree by CMake, whose test sets
 # RESHARD_TEST_MODELS_DIR); absent, the gate fails.
 # usage: scripts/perf_gate_planner.sh BENCH_BINARY [OUT_JSON] [perf_gate flags...]
@@ -16,6 +17,12 @@ if [ ! -f "$MODEL" ]; then
 fi
 PIN=()
 if command -v taskset >/dev/null; then PIN=(taskset -c "$(( $(nproc) - 1 ))"); fi
-"${PIN[@]}" "$BENCH" --benchmark_format=json --benchmark_repetitions=5 > "$OUT"
-echo "perf_gate_planner: load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
-exec python3 "$ROOT/scripts/perf_gate" "$ROOT/results/baseline/planner.json" "$OUT" "$@"
+# A failure must repeat: on the shared dev VM one run in a few reads 10-25 % low on a metric, the
+# commit before a change as often as after it (2026-12-02: 480ca73's binary -18.5 % on
+# planner.load_deepseek_v3 in one of two runs); a regression reads low in both runs.
+for attempt in 1 2; do
+  "${PIN[@]}" "$BENCH" --benchmark_format=json --benchmark_repetitions=5 > "$OUT"
+  echo "perf_gate_planner: run $attempt, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+  if python3 "$ROOT/scripts/perf_gate" "$ROOT/results/baseline/planner.json" "$OUT" "$@"; then exit 0; fi
+done
+exit 1
