@@ -207,6 +207,7 @@ class Replayer {
     copies_ = m.copy_gbps > 0;
     push_ = copies_ && m.box_ops && m.ipc_push;
     one_memory_ = copies_ && m.shared_copy_gbps > 0 && m.box_ops;
+    turns_ = copies_ && m.serial_issue && m.switch_us > 0 && m.slice_us > 0;
     misc_phase_ = phase_count(plan) - 1;
     domains_.resize(plan.groups.size());
     for (size_t g = 0; g < plan.groups.size(); ++g)
@@ -470,16 +471,20 @@ class Replayer {
       if (costs[k].pass_bytes <= 0) continue;
       const int copier = parts[k].first;
       const double seconds = static_cast<double>(costs[k].pass_bytes) / (m_.copy_gbps * 1e9);
-      Pass& pass = ranks_[copier].passes[{parts[k].second->stream, costs[k].peer}];
-      pass.ready = std::max(pass.ready, ready);
-      pass.seconds += seconds;
       // One device memory: no link resource times the op, so its copy does, one after another on the
       // copier from `ready`, and the batches waiting for it end no earlier.
       RankState& c = ranks_[copier];
-      if (one_memory_) pass.alone = c.copy_free = std::max(c.copy_free, ready) + seconds;
+      if (one_memory_) c.copy_free = std::max(c.copy_free, ready) + seconds;
+      Pass* pass = nullptr;  // only a GPU that takes turns (turns_) needs the passes
+      if (turns_) {
+        pass = &c.passes[{parts[k].second->stream, costs[k].peer}];
+        pass->ready = std::max(pass->ready, ready);
+        pass->seconds += seconds;
+        if (one_memory_) pass->alone = c.copy_free;
+      }
       for (const auto& part : parts)
         if (part.first == copier || root < 0 || copier == root || part.first == root) {
-          pass.waiters.emplace_back(part.first, ranks_[part.first].batches);
+          if (pass) pass->waiters.emplace_back(part.first, ranks_[part.first].batches);
           if (one_memory_) ranks_[part.first].wait_until = std::max(ranks_[part.first].wait_until, c.copy_free);
         }
     }
@@ -624,6 +629,7 @@ class Replayer {
   // GPU): the copy model times the bytes (its fan-out merge included), so the NVLink resources, which
   // would count a linear broadcast's root once per member, do not time them again.
   bool one_memory_ = false;
+  bool turns_ = false;  // the GPU takes turns between processes (serial_issue, switch_us, slice_us)
   int misc_phase_ = 0;
   bool record_ = false;
   std::vector<SliceWork> slice_work_;
@@ -711,8 +717,8 @@ Walk walk(const Plan& plan, const SystemModel& m, const OpLists& lists, const Fi
       if (sliced.count(out.replay->node(static_cast<int>(r)))) out.switches[r] = ranks[r].total_passes;
     return out;
   }
+  // The loop walks at least twice (a first walk never settles), so its last walk's switches are kept.
   SliceSchedule turns = take_turns(*out.replay, m, sliced);
-  out.switches = turns.switches_in;
   const Replayer* cur = out.replay.get();
   std::unique_ptr<Replayer> next_walk;
   std::vector<std::vector<double>> delay;
