@@ -46,7 +46,8 @@ while [ $# -gt 0 ]; do
 done
 if [ -n "${MEASURE_HOST:-}" ]; then
   # Host copy microbenchmark (docs/performance.md, "cpu-mpi-local"): memcpy on one rank and on all at
-  # once, MPI point-to-point one pair and all pairs at once, MPI_Ibcast over rank 0 + the second half.
+  # once, MPI point-to-point one pair, all pairs at once and the first half to the second (every sender
+  # to every receiver), MPI_Ibcast over rank 0 + the second half.
   TMP=$(mktemp -d)
   trap 'rm -rf "$TMP"' EXIT
   cat >"$TMP/host_copy_bench.cpp" <<'CPP'
@@ -101,6 +102,22 @@ int main(int argc, char** argv) {
     else MPI_Irecv(b.data(), int(n), MPI_BYTE, rank - half, 0, MPI_COMM_WORLD, &r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
   });
+  // The first half to the second, every sender to every receiver at once (n / half to each), as a
+  // reshard's train ranks feed its gen ranks: on the device host 8 -> 8 so ran at 3.3 GB/s per sender
+  // where 8 disjoint pairs ran at 5.2 (results/cpu_waits.md, the probe).
+  const size_t part = n / std::max(half, 1);
+  const double tmany = timed([&] {
+    std::vector<MPI_Request> rs;
+    for (int k = 0; k < half; ++k) {
+      MPI_Request r;
+      const int at = (rank % std::max(half, 1) + k) % half;  // staggered: not every sender to one receiver first
+      if (rank < half) MPI_Isend(a.data() + at * part, int(part), MPI_BYTE, half + at, 1, MPI_COMM_WORLD, &r);
+      else if (rank < 2 * half) MPI_Irecv(b.data() + at * part, int(part), MPI_BYTE, at, 1, MPI_COMM_WORLD, &r);
+      else break;
+      rs.push_back(r);
+    }
+    MPI_Waitall(int(rs.size()), rs.data(), MPI_STATUSES_IGNORE);
+  });
   MPI_Comm g;
   MPI_Comm_split(MPI_COMM_WORLD, (rank == 0 || rank >= half) ? 0 : MPI_UNDEFINED, rank, &g);
   const double tb = timed([&] {
@@ -111,8 +128,10 @@ int main(int argc, char** argv) {
   });
   if (rank == 0)
     printf("{\"ranks\": %d, \"memcpy_one_rank_gbps\": %.3f, \"memcpy_all_ranks_aggregate_gbps\": %.3f, "
-           "\"p2p_one_pair_gbps\": %.3f, \"p2p_all_pairs_aggregate_gbps\": %.3f, \"ibcast_256MiB_to_%d_ms\": %.3f}\n",
-           size, gb / t1, size * gb / tall, gb / tpair, half * gb / tp2p, size - half, tb * 1e3);
+           "\"p2p_one_pair_gbps\": %.3f, \"p2p_all_pairs_aggregate_gbps\": %.3f, "
+           "\"p2p_half_to_half_aggregate_gbps\": %.3f, \"ibcast_256MiB_to_%d_ms\": %.3f}\n",
+           size, gb / t1, size * gb / tall, gb / tpair, half * gb / tp2p, half * double(part * half) / 1e9 / tmany,
+           size - half, tb * 1e3);
   if (g != MPI_COMM_NULL) MPI_Comm_free(&g);
   MPI_Finalize();
 }
@@ -207,16 +226,19 @@ def host_flags(f, rec):
     # A CPU record's own machine: host_<world>.json beside it (scripts/calibrate.sh --measure-host at the
     # run's rank count, made in the same call as the runs); the preset's constants from it, derived as
     # cpu-mpi-local's are (system_presets.cpp): link = one pair's point-to-point, copy = one rank's
-    # memcpy, shared = all ranks' memcpy, copies per received byte = shared / all pairs' point-to-point.
+    # memcpy, shared = all ranks' memcpy, copies per received byte = shared / the first half's
+    # point-to-point to the second, every sender to every receiver (as train ranks feed gen ranks).
     world = rec.get("world_size", 0)
     try:
         h = json.load(open(os.path.join(os.path.dirname(f), "host_%d.json" % world)))
     except (OSError, ValueError):
         return []
     link = "%.3f" % h["p2p_one_pair_gbps"]
+    # Host files from before the half-to-half measurement have the disjoint pairs' rate only.
+    many = h.get("p2p_half_to_half_aggregate_gbps", h["p2p_all_pairs_aggregate_gbps"])
     return ["--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
             "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
-            "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / h["p2p_all_pairs_aggregate_gbps"])]
+            "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / many)]
 
 def preset(f, rec):
     transport = rec["arguments"].get("transport")
