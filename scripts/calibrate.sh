@@ -137,7 +137,13 @@ int main(int argc, char** argv) {
 }
 CPP
   mpicxx -O2 -std=c++17 "$TMP/host_copy_bench.cpp" -o "$TMP/host_copy_bench"
-  exec mpirun --oversubscribe -np "$MEASURE_HOST" "$TMP/host_copy_bench"
+  # Open MPI's shared-memory single copy (cma, xpmem, or none: copy-in/copy-out, where the sender copies
+  # too; simulate --sender-copies), as this environment sets it.
+  mech=$(ompi_info --param btl vader --level 9 --parsable 2>/dev/null |
+         sed -n 's/^mca:btl:vader:param:btl_vader_single_copy_mechanism:value://p' | head -1)
+  out=$(mpirun --oversubscribe -np "$MEASURE_HOST" "$TMP/host_copy_bench")
+  echo "${out%\}}, \"single_copy_mechanism\": \"${mech:-unknown}\"}"
+  exit 0
 fi
 [ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu results/gpu/mps results/gpu/extra/mps_stress
                                   results/gpu/push results/gpu/push_mps results/gpu/pull
@@ -236,9 +242,12 @@ def host_flags(f, rec):
     link = "%.3f" % h["p2p_one_pair_gbps"]
     # Host files from before the half-to-half measurement have the disjoint pairs' rate only.
     many = h.get("p2p_half_to_half_aggregate_gbps", h["p2p_all_pairs_aggregate_gbps"])
+    # Without single copy the sender copies too (copy-in/copy-out). A host file without the field (from
+    # before it was recorded, none of them a calibration input now) counts as single copy.
+    none = h.get("single_copy_mechanism", "cma") == "none"
     return ["--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
             "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
-            "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / many)]
+            "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / many)] + (["--sender-copies"] if none else [])
 
 def preset(f, rec):
     transport = rec["arguments"].get("transport")

@@ -27,7 +27,7 @@ struct SimulateArgs {
       per_copy_us, per_launch_us, switch_us, slice_us, algo, ipc_mode = "push";
   BatchFlags batch;
   std::string timeline;
-  bool json = false, force = false;
+  bool json = false, force = false, sender_copies = false;
 };
 
 // A finite non-negative decimal number, the whole text.
@@ -82,6 +82,7 @@ int run_simulate(const SimulateArgs& a) {
   real(a.per_launch_us, "--per-launch-us", m.per_launch_us);
   real(a.switch_us, "--switch-us", m.switch_us);
   real(a.slice_us, "--slice-us", m.slice_us);
+  if (a.sender_copies) m.sender_copies = true;
   if (a.algo == "golden") m.algo = Algo::Golden;
   else if (!a.algo.empty() && a.algo != "reshard")
     problems.add("--algo: expected reshard or golden, got '" + a.algo + "'");
@@ -148,6 +149,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
                   "running its queued passes until done or, while another waits, for one slice, and the "
                   "batches wait for their turns (scripts/gpu_timeslice.sh measures it; 0: a switch per "
                   "pass), us");
+  cmd->add_flag("--sender-copies", args->sender_copies,
+                "The transport has no single copy (Open MPI shared memory with btl_vader_single_copy_mechanism "
+                "none: copy-in/copy-out): a rank's sends and receives share its link rate, and its transfers "
+                "stand still while it packs");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->add_option("--timeline", args->timeline,
                   "Also write an SVG timeline of the predicted batches per rank (waiting and moving)");

@@ -176,6 +176,57 @@ TEST(SimulateCopies, SerialPacksDelayEachSendByItsPack) {
   EXPECT_EQ(serial, simulate(same, m).phases.front().seconds);
 }
 
+TEST(SimulateCopies, WithoutSingleCopyTransfersStandStillWhileTheRankPacks) {
+  // SerialPacksDelayEachSendByItsPack's plan and costs, without single copy (sender_copies): the train
+  // rank's 16 packs of 512 B take 16 x 512 = 8192 ns, during which none of its posted sends moves (its
+  // thread is outside MPI); then the 16 sends take 512 ns each on its link: 8192 + 8192 = 16384 ns.
+  const Plan p = small_plan(8, 1, 1, 2, 2);
+  SystemModel m = shared(1);
+  m.box_ops = false;
+  m.shared_copy_gbps = 0;
+  m.wire_copies = 0;
+  m.serial_packs = true;
+  m.sender_copies = true;
+  EXPECT_NEAR(simulate(p, m).phases.front().seconds, 16384e-9, 1e-15);
+}
+
+TEST(SimulateCopies, WithoutSingleCopyARanksSendsAndReceivesShareItsLink) {
+  // BinomialBroadcastRelaysWholeMessages' bucket over 8 ranks as a pipelined ring (binomial from 9):
+  // every member but the root receives the b bytes and every member but the tail forwards them, at
+  // once; links at 1 GB/s, no copies. Full duplex: b / 1 GB/s. Without single copy (sender_copies) a
+  // middle member's thread moves its b in and its b out through one rate: 2 b / 1 GB/s.
+  const Plan p = small_plan(0, 1, 1, 7, 1);
+  ASSERT_EQ(p.buckets.size(), 1u);
+  SystemModel m = shared(1);
+  m.copy_gbps = m.shared_copy_gbps = 0;
+  m.linear_broadcast_max = 4;
+  m.binomial_broadcast_min = 9;
+  const double b = static_cast<double>(p.buckets[0].bytes);
+  EXPECT_NEAR(simulate(p, m).misc_seconds, b / 1e9, 1e-12);
+  m.sender_copies = true;
+  EXPECT_NEAR(simulate(p, m).misc_seconds, 2 * b / 1e9, 1e-12);
+}
+
+TEST(SimulateCopies, AnOpIsDoneOnNeitherEndBeforeItsBytesAreThroughOnBoth) {
+  // One down_proj (16 x 32 BF16) from 1 train rank to gen TP2 x DP2, two-phase: the planner stripes
+  // each 512 B half over both replicas, so the train rank sends four 256 B quarters, one to each gen
+  // rank, and each gen rank forwards its quarter to the other replica's rank of the same half. Links at
+  // 1 GB/s (1 B/ns), no copies. The train rank's link takes the quarters one after another: through at
+  // 256, 512, 768 and 1024 ns. A receive is done once its quarter is through on the sender's link too,
+  // so the last root forwards from 1024 ns and its member has the quarter at 1280 ns. (Timing each end
+  // on its own links alone, every root would be done at 256 ns and the stage at the train link's 1024.)
+  PlanOptions o;
+  o.fanout = FanoutMode::TwoPhase;
+  const Plan p = plan_reshard(test::small_mlp(1, "sim-coupled"), test::system_of(1, 1, 1, 1, 4, 2), o);
+  ASSERT_EQ(p.transfers.size(), 4u);
+  ASSERT_EQ(p.fanouts.size(), 4u);
+  for (const Transfer& t : p.transfers) EXPECT_EQ(t.box.elements(), 128);
+  SystemModel m = shared(1);
+  m.copy_gbps = m.shared_copy_gbps = 0;
+  m.box_ops = false;
+  EXPECT_NEAR(simulate(p, m).phases.front().seconds, 1280e-9, 1e-15);
+}
+
 TEST(SimulateCopies, GoldenMovesWholeShardsAndIsSlower) {
   const Plan p = small_plan(32, 2, 1, 2, 2);
   SystemModel m = find_system_preset("h200-shared-1gpu");

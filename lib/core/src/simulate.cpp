@@ -129,7 +129,13 @@ struct RankState {
   double through = 0;                     // when the bytes of every batch so far are through
   int64_t copy_bytes = 0, copies = 0, launches = 0, pass_bytes = 0, pack_bytes = 0, unpack_bytes = 0;
   std::vector<std::pair<int, int>> pulls;  // (stream, peer) of the transport's copies: a launch each
-  std::vector<std::pair<double, Bytes4>> wire;  // per op: when all its ranks had posted it, its bytes
+  struct Wire {
+    double ready;     // when all its ranks had posted it
+    Bytes4 res;       // its bytes on this rank's resources
+    size_t message;   // its index in OpLists::messages
+    double through;   // when its bytes are through this rank's resources
+  };
+  std::vector<Wire> wire;  // per op of the open batch
   double latency = 0;
   double relay = 0;  // the batch's binomial broadcasts' relay time (one progress engine runs them all)
   uint32_t streams_used = 0;  // bit per stream (streams above 32 share bits; only the count matters)
@@ -190,6 +196,9 @@ struct OpLists {
   }
 };
 
+// Ranks of a domain share one device memory and every byte moves as a copy (cuda-ipc box ops on one GPU).
+bool one_device_memory(const SystemModel& m) { return m.copy_gbps > 0 && m.shared_copy_gbps > 0 && m.box_ops; }
+
 // Replays the op lists on a virtual clock: each rank cuts its list into batches by the batch policy
 // and waits for its batches where the executor does (batch_window.h); a batch is posted once the
 // previous one was (plus that one's issue costs) and the batches the rank had to wait for first have
@@ -206,7 +215,8 @@ class Replayer {
     beta_[2] = beta_[3] = m.nic_gbps * 1e9;
     copies_ = m.copy_gbps > 0;
     push_ = copies_ && m.box_ops && m.ipc_push;
-    one_memory_ = copies_ && m.shared_copy_gbps > 0 && m.box_ops;
+    one_memory_ = one_device_memory(m);
+    sender_copies_ = m.sender_copies;
     turns_ = copies_ && m.serial_issue && m.switch_us > 0 && m.slice_us > 0;
     misc_phase_ = phase_count(plan) - 1;
     domains_.resize(plan.groups.size());
@@ -223,7 +233,9 @@ class Replayer {
   void run(const Filter& f) {
     std::vector<std::pair<int, const Op*>> parts;
     std::vector<OpCost> costs;
-    for (const auto& message : lists_.messages) {
+    through_.assign(lists_.messages.size(), 0);
+    for (size_t message_index = 0; message_index < lists_.messages.size(); ++message_index) {
+      const auto& message = lists_.messages[message_index];
       parts.clear();
       for (const auto& [r, i] : message) {
         const Op& op = lists_.ops[r][i];
@@ -245,10 +257,14 @@ class Replayer {
       if (copies_ && m_.serial_packs)  // each sender packs its op before posting it (executor.cpp, run_ops)
         for (size_t k = 0; k < parts.size(); ++k) {
           RankState& s = ranks_[parts[k].first];
-          s.start += static_cast<double>(costs[k].pack_bytes) / (m_.copy_gbps * 1e9);
+          const double pack = static_cast<double>(costs[k].pack_bytes) / (m_.copy_gbps * 1e9);
+          // Without single copy the rank's transfers move only inside MPI, not while it packs.
+          if (sender_copies_ && pack > 0)
+            for (double& free : s.free) free = std::max(free, s.start) + pack;
+          s.start += pack;
           ready = std::max(ready, s.start);
         }
-      for (size_t k = 0; k < parts.size(); ++k) post(parts[k].first, *parts[k].second, costs[k], ready);
+      for (size_t k = 0; k < parts.size(); ++k) post(parts[k].first, *parts[k].second, costs[k], ready, message_index);
       copied(parts, costs, ready);
     }
     for (RankState& s : ranks_) {
@@ -490,7 +506,7 @@ class Replayer {
     }
   }
 
-  void post(int rank, const Op& op, const OpCost& c, double ready) {
+  void post(int rank, const Op& op, const OpCost& c, double ready, size_t message) {
     RankState& s = ranks_[rank];
     ++s.batch_ops;
     s.copy_bytes += c.copy_bytes;
@@ -503,7 +519,17 @@ class Replayer {
     if (c.pulls && std::find(s.pulls.begin(), s.pulls.end(), from) == s.pulls.end()) s.pulls.push_back(from);
     Bytes4 timed = c.res;
     if (one_memory_) timed[0] = timed[1] = 0;  // the domain's "NVLink" is the memory the copies already move
-    s.wire.emplace_back(ready, timed);
+    // Each resource takes the rank's ops in the order they are posted, none before all its ranks had
+    // posted it, behind what the rank's earlier ops still move on it.
+    double through = ready;  // an op without bytes on this rank's links is through once posted
+    for (int i = 0; i < kResources; ++i) {
+      if (timed[i] == 0) continue;
+      const int j = sender_copies_ ? (i & ~1) : i;  // without single copy: the class's one resource
+      s.free[j] = std::max(s.free[j], ready) + static_cast<double>(timed[i]) / beta_[i];
+      through = std::max(through, s.free[j]);
+    }
+    through_[message] = std::max(through_[message], through);
+    s.wire.push_back({ready, timed, message, through});
     for (int i = 0; i < kResources; ++i) {
       s.total_res[i] += c.res[i];
       if (op.phase == misc_phase_) s.misc_res[i] += c.res[i];
@@ -541,30 +567,30 @@ class Replayer {
   // Closes the open batch: when it ends, and when the rank may start posting the next one.
   void flush(RankState& s) {
     if (s.batch_ops == 0) return;
-    // Each resource takes the batch's ops in the order they became ready, none before it was, behind
-    // what the rank's earlier batches still move on it.
-    std::stable_sort(s.wire.begin(), s.wire.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::array<double, kResources>& free = s.free;
-    Bytes4 sum{};
+    // Its ops went onto the rank's resources as they were posted (post()); each is done on no rank
+    // before its bytes are through on every rank's links (a send completes once its receiver has the
+    // bytes, a receive once its sender sent them), and all of its ranks had posted it by now.
     double through = s.start;
-    for (const auto& [ready, res] : s.wire)
-      for (int i = 0; i < kResources; ++i) {
-        if (res[i] == 0) continue;
-        free[i] = std::max(free[i], ready) + static_cast<double>(res[i]) / beta_[i];
-        through = std::max(through, free[i]);
-        sum[i] += res[i];
-      }
+    Bytes4 sum{};
+    for (const RankState::Wire& w : s.wire) {
+      through = std::max(through, w.through);
+      for (int i = 0; i < kResources; ++i) sum[i] += w.res[i];
+      s.wait_until = std::max(s.wait_until, through_[w.message]);
+    }
     double wire = through - s.start, alone = 0;
-    for (int i = 0; i < kResources; ++i) alone = std::max(alone, static_cast<double>(sum[i]) / beta_[i]);
+    for (int i = 0; i < kResources; i += sender_copies_ ? 2 : 1) {  // without single copy: a class's both ways
+      const int64_t bytes = sender_copies_ ? sum[i] + sum[i + 1] : sum[i];
+      alone = std::max(alone, static_cast<double>(bytes) / beta_[i]);
+    }
     // Waiting counts only past what the rank's earlier batches, still in flight, already took.
     const double waited_from = std::max(s.start, s.through);
     s.through = std::max(s.through, through);
     s.wait_seconds += std::max(0.0, through - waited_from - alone);
     if (record_) {
       double first = s.start + wire;
-      for (const auto& [ready, res] : s.wire) first = std::min(first, ready);
+      for (const auto& w : s.wire) first = std::min(first, w.ready);
       int64_t bytes = 0;
-      for (const auto& [ready, res] : s.wire) bytes += std::max({res[0], res[1], res[2], res[3]});
+      for (const auto& w : s.wire) bytes += std::max({w.res[0], w.res[1], w.res[2], w.res[3]});
       s.spans.push_back(BatchSpan{s.start, first, 0, bytes});
     }
     // Serial packs (host staging): the rank's thread packs each op before posting it (run() moves the
@@ -629,13 +655,15 @@ class Replayer {
   // GPU): the copy model times the bytes (its fan-out merge included), so the NVLink resources, which
   // would count a linear broadcast's root once per member, do not time them again.
   bool one_memory_ = false;
-  bool turns_ = false;  // the GPU takes turns between processes (serial_issue, switch_us, slice_us)
+  bool turns_ = false;
+  bool sender_copies_ = false;  // SystemModel::sender_copies: a rank's sends and receives share its link  // the GPU takes turns between processes (serial_issue, switch_us, slice_us)
   int misc_phase_ = 0;
   bool record_ = false;
   std::vector<SliceWork> slice_work_;
   std::vector<double> slice_alone_;
   std::vector<std::vector<std::pair<int, int64_t>>> slice_waiters_;
   std::vector<std::vector<double>> delay_;
+  std::vector<double> through_;  // per message (OpLists::messages): through on the last of its ranks
 };
 
 // The domains that time-slice one GPU between ranks launching copies (serial_issue, switch_us, at

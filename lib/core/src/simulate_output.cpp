@@ -56,6 +56,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"per_launch_us", m.per_launch_us},
         {"box_ops", m.box_ops},
         {"serial_packs", m.serial_packs},
+        {"sender_copies", m.sender_copies},
         {"ipc_mode", m.ipc_push ? "push" : "pull"},
         {"serial_issue", m.serial_issue},
         {"switch_us", m.switch_us},
@@ -124,6 +125,9 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
          m.copy_gbps, m.shared_copy_gbps, m.wire_copies, m.per_copy_us, m.per_launch_us,
          m.box_ops ? (m.ipc_push ? ", box ops, cuda-ipc push" : ", box ops, cuda-ipc pull") : "",
          m.serial_issue ? ", serial issue" : "", to_string(m.algo));
+  if (m.sender_copies)
+    line("#  no single copy: each rank's sends and receives share its link, and its transfers stand still while it "
+         "packs\n");
   if (m.serial_issue && m.switch_us > 0 && m.slice_us > 0)
     line("#  context switch %.2f us, %.1f us time slice: the transport passes take turns on the GPU where two "
          "or more ranks of a domain launch copies\n",

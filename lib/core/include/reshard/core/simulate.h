@@ -4,7 +4,8 @@
 // Model (docs/performance.md has the reasoning and the sources of the preset values):
 // - Ranks r and s share an NVLink domain iff r / gpus_per_node == s / gpus_per_node; otherwise
 //   their bytes cross the NIC. Each rank has four independent resources: NVLink send, NVLink
-//   receive, NIC send, NIC receive (full duplex; NVLink and NIC are separate).
+//   receive, NIC send, NIC receive (full duplex; NVLink and NIC are separate; with sender_copies
+//   a class's send and receive are one resource).
 // - Op order is the executor's (lib/exec ops.h): units (a bulk param: its transfers, then its
 //   fan-outs; or a misc bucket) go to stream (train PP stage % streams) and are taken round-robin.
 //   Boxes above max_message_bytes are split.
@@ -12,8 +13,10 @@
 //   batch_bytes bytes, or before a broadcast of a param the batch already receives into). A batch
 //   costs launch_us per stream it uses + per_op_us per op + the largest latency of the link
 //   classes it uses + its busiest resource's bytes / bandwidth. Batches of a rank run back to
-//   back; a phase takes the slowest rank's sum. Peers are assumed to keep up (no waiting on a late
-//   peer), so the model is optimistic where ranks are imbalanced.
+//   back; a phase takes the slowest rank's sum. An op starts once every rank taking part has posted
+//   it, and is done on each of them no earlier than its bytes are through on all of their resources
+//   (the walk is repeated until those times settle: a sender feeding several receivers holds each
+//   back, and what they do next).
 // - Broadcasts (fan-out phase two, misc buckets) cost latency * log2(members) once. Inside one
 //   domain they are pipelined rings over NVLink (every member but the root receives the bytes,
 //   every member but the root's predecessor forwards them). A group spanning domains is a ring of
@@ -93,6 +96,13 @@ struct SystemModel {
   // batch's packs before it is posted, its unpacks after its wait, adding to its time instead of
   // overlapping its transfers (cuda-ipc's are kernels on a stream, which overlap).
   bool serial_packs = false;
+  // The transport has no single copy (Open MPI's vader BTL with btl_vader_single_copy_mechanism none,
+  // as on the device host: copy-in/copy-out through shared-memory fragments): each rank's thread copies
+  // every byte it sends and every byte it receives, inside MPI's progress. So a rank's sends and
+  // receives of a link class share one rate (its link's: one pair's point-to-point moves each byte on
+  // both ends at once), and, with serial_packs, its transfers stand still while it packs (its thread
+  // is then outside MPI). With single copy (CMA, the VM) the receiver makes the copy: false.
+  bool sender_copies = false;
   // cuda-ipc's mode, where box_ops is on (the cuda-ipc transport): false = pull (receivers copy),
   // true = push (senders copy; a broadcast root fans one read out to its members). The executor's and
   // `reshard simulate`'s default is push; false here keeps a hand-built model's predictions as before.
