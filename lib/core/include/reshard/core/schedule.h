@@ -24,9 +24,10 @@ struct WorkUnit {
   int stream = 0;
 };
 
-// Measured with `simulate` on the seed's and NCCL M2N's rows at window 16 (lags 2 to 24;
-// docs/performance.md): 7 and 8 keep every row within 1.15x of its floor, 6 does not; 2 left
-// Qwen3-235B's fan-out roots waiting on 1.6 GB units still in their NIC queue.
+// Measured with `simulate` on the seed's and NCCL M2N's rows at window 16 (docs/performance.md): with
+// each end of an op timed on its own links (lags 2 to 24) 7 and 8 kept every row within 1.15x of its
+// floor, 6 did not, 2 left Qwen3-235B's fan-out roots waiting on 1.6 GB units still in their NIC
+// queue; with an op done once through on both ends (lags 8 to 24) none keeps every row within 1.15x.
 inline constexpr int kFanoutLag = 8;
 
 struct Schedule {
