@@ -31,6 +31,15 @@ SystemModel shared(double gbps) {
   return m;
 }
 
+// shared(1) as a host-staging transport: no box ops, no wire copies, no shared bound.
+SystemModel host_staging() {
+  SystemModel m = shared(1);
+  m.box_ops = false;
+  m.shared_copy_gbps = 0;
+  m.wire_copies = 0;
+  return m;
+}
+
 int64_t received_bulk_bytes(const Plan& p) {
   int64_t b = 0;
   for (const Transfer& t : p.transfers) b += t.box.elements() * 2;
@@ -163,10 +172,7 @@ TEST(SimulateCopies, SerialPacksDelayEachSendByItsPack) {
   // executor packs op k just before posting it): send k is ready at k x 512 ns and takes 512 ns on the
   // rank's link, so the last ends at 16 x 512 + 512 = 8704 ns, and so does its receiver's batch.
   const Plan p = small_plan(8, 1, 1, 2, 2);
-  SystemModel m = shared(1);
-  m.box_ops = false;
-  m.shared_copy_gbps = 0;
-  m.wire_copies = 0;
+  SystemModel m = host_staging();
   EXPECT_NEAR(simulate(p, m).phases.front().seconds, 8192e-9, 1e-15);
   m.serial_packs = true;
   EXPECT_NEAR(simulate(p, m).phases.front().seconds, 8704e-9, 1e-15);
@@ -181,10 +187,7 @@ TEST(SimulateCopies, WithoutSingleCopyTransfersStandStillWhileTheRankPacks) {
   // rank's 16 packs of 512 B take 16 x 512 = 8192 ns, during which none of its posted sends moves (its
   // thread is outside MPI); then the 16 sends take 512 ns each on its link: 8192 + 8192 = 16384 ns.
   const Plan p = small_plan(8, 1, 1, 2, 2);
-  SystemModel m = shared(1);
-  m.box_ops = false;
-  m.shared_copy_gbps = 0;
-  m.wire_copies = 0;
+  SystemModel m = host_staging();
   m.serial_packs = true;
   m.sender_copies = true;
   EXPECT_NEAR(simulate(p, m).phases.front().seconds, 16384e-9, 1e-15);

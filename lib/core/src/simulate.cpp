@@ -196,9 +196,6 @@ struct OpLists {
   }
 };
 
-// Ranks of a domain share one device memory and every byte moves as a copy (cuda-ipc box ops on one GPU).
-bool one_device_memory(const SystemModel& m) { return m.copy_gbps > 0 && m.shared_copy_gbps > 0 && m.box_ops; }
-
 // Replays the op lists on a virtual clock: each rank cuts its list into batches by the batch policy
 // and waits for its batches where the executor does (batch_window.h); a batch is posted once the
 // previous one was (plus that one's issue costs) and the batches the rank had to wait for first have
@@ -215,7 +212,7 @@ class Replayer {
     beta_[2] = beta_[3] = m.nic_gbps * 1e9;
     copies_ = m.copy_gbps > 0;
     push_ = copies_ && m.box_ops && m.ipc_push;
-    one_memory_ = one_device_memory(m);
+    one_memory_ = copies_ && m.shared_copy_gbps > 0 && m.box_ops;
     sender_copies_ = m.sender_copies;
     turns_ = copies_ && m.serial_issue && m.switch_us > 0 && m.slice_us > 0;
     misc_phase_ = phase_count(plan) - 1;
@@ -655,8 +652,8 @@ class Replayer {
   // GPU): the copy model times the bytes (its fan-out merge included), so the NVLink resources, which
   // would count a linear broadcast's root once per member, do not time them again.
   bool one_memory_ = false;
-  bool turns_ = false;
-  bool sender_copies_ = false;  // SystemModel::sender_copies: a rank's sends and receives share its link  // the GPU takes turns between processes (serial_issue, switch_us, slice_us)
+  bool turns_ = false;  // the GPU takes turns between processes (serial_issue, switch_us, slice_us)
+  bool sender_copies_ = false;  // SystemModel::sender_copies: a rank's sends and receives share its link
   int misc_phase_ = 0;
   bool record_ = false;
   std::vector<SliceWork> slice_work_;
