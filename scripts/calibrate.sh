@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     std::vector<MPI_Request> rs;
     for (int k = 0; k < half; ++k) {
       MPI_Request r;
-      const int at = (rank % std::max(half, 1) + k) % half;  // staggered: not every sender to one receiver first
+      const int at = (rank % half + k) % half;  // staggered: not every sender to one receiver first
       if (rank < half) MPI_Isend(a.data() + at * part, int(part), MPI_BYTE, half + at, 1, MPI_COMM_WORLD, &r);
       else if (rank < 2 * half) MPI_Irecv(b.data() + at * part, int(part), MPI_BYTE, at, 1, MPI_COMM_WORLD, &r);
       else break;

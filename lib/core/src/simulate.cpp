@@ -273,6 +273,9 @@ class Replayer {
   }
 
   const std::vector<RankState>& ranks() const { return ranks_; }
+  // The rank's resource that times bytes of resource i: without single copy (sender_copies) a link
+  // class's send resource takes both directions.
+  int resource(int i) const { return sender_copies_ ? (i & ~1) : i; }
   // Every transport pass's GPU work (time_slice.h): from when it could launch, its copy time alone; and
   // per pass the batches (rank, the rank's batch count) that wait for it.
   const std::vector<SliceWork>& slice_work() const { return slice_work_; }
@@ -521,7 +524,7 @@ class Replayer {
     double through = ready;  // an op without bytes on this rank's links is through once posted
     for (int i = 0; i < kResources; ++i) {
       if (timed[i] == 0) continue;
-      const int j = sender_copies_ ? (i & ~1) : i;  // without single copy: the class's one resource
+      const int j = resource(i);
       s.free[j] = std::max(s.free[j], ready) + static_cast<double>(timed[i]) / beta_[i];
       through = std::max(through, s.free[j]);
     }
@@ -571,14 +574,11 @@ class Replayer {
     Bytes4 sum{};
     for (const RankState::Wire& w : s.wire) {
       through = std::max(through, w.through);
-      for (int i = 0; i < kResources; ++i) sum[i] += w.res[i];
+      for (int i = 0; i < kResources; ++i) sum[resource(i)] += w.res[i];
       s.wait_until = std::max(s.wait_until, through_[w.message]);
     }
     double wire = through - s.start, alone = 0;
-    for (int i = 0; i < kResources; i += sender_copies_ ? 2 : 1) {  // without single copy: a class's both ways
-      const int64_t bytes = sender_copies_ ? sum[i] + sum[i + 1] : sum[i];
-      alone = std::max(alone, static_cast<double>(bytes) / beta_[i]);
-    }
+    for (int i = 0; i < kResources; ++i) alone = std::max(alone, static_cast<double>(sum[i]) / beta_[i]);
     // Waiting counts only past what the rank's earlier batches, still in flight, already took.
     const double waited_from = std::max(s.start, s.through);
     s.through = std::max(s.through, through);

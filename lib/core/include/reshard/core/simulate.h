@@ -15,8 +15,8 @@
 //   classes it uses + its busiest resource's bytes / bandwidth. Batches of a rank run back to
 //   back; a phase takes the slowest rank's sum. An op starts once every rank taking part has posted
 //   it, and is done on each of them no earlier than its bytes are through on all of their resources
-//   (the walk is repeated until those times settle: a sender feeding several receivers holds each
-//   back, and what they do next).
+//   (each op goes onto its ranks' resources as it is posted, so one walk knows them: a sender feeding
+//   several receivers holds each back, and what they do next).
 // - Broadcasts (fan-out phase two, misc buckets) cost latency * log2(members) once. Inside one
 //   domain they are pipelined rings over NVLink (every member but the root receives the bytes,
 //   every member but the root's predecessor forwards them). A group spanning domains is a ring of
