@@ -27,6 +27,8 @@ inline void add_batch_flags(CLI::App& cmd, BatchFlags& f) {
   cmd.add_option("--window", f.policy.window,
                  "Batches in flight per rank: the open one and N-1 posted, not yet waited for")
       ->capture_default_str();
+  cmd.add_flag("--window-per-stream", f.policy.per_stream_window,
+               "A window per stream instead of per rank: a stage's batches wait only behind its own stream's");
 }
 
 // The policy the flags give; every bad value goes to `problems`.

@@ -94,9 +94,10 @@ struct Want {
   int64_t at;
 };
 
+// One lane: closes are of lane 0, retires count lane 0's oldest batches.
 void expect(const BatchWindow::Step& got, const Want& want, const char* what) {
-  EXPECT_EQ(got.close, want.close) << what;
-  EXPECT_EQ(got.retire, want.retire) << what;
+  EXPECT_EQ(got.close, want.close ? std::vector<int>{0} : std::vector<int>{}) << what;
+  EXPECT_EQ(got.retire, std::vector<int>(static_cast<size_t>(want.retire), 0)) << what;
   EXPECT_EQ(got.staging_at, want.at) << what;
 }
 
@@ -113,7 +114,7 @@ TEST(BatchWindow, WindowOneWaitsForEachBatchAsItClosesAndStagesFromZero) {
   expect(w.add(recv, 40), {false, 0, 0}, "a");
   expect(w.add(recv, 40), {false, 0, 40}, "b");
   expect(w.add(recv, 40), {true, 1, 0}, "c: two ops already; the batch of a, b is waited for at once");
-  EXPECT_EQ(w.close(), 1);
+  EXPECT_EQ(w.close().retire.size(), 1u);
 }
 
 TEST(BatchWindow, WindowTwoKeepsOneBatchPostedWhileTheNextFillsTheRing) {
@@ -126,7 +127,7 @@ TEST(BatchWindow, WindowTwoKeepsOneBatchPostedWhileTheNextFillsTheRing) {
   expect(w.add(recv, 40), {true, 1, 160}, "e: [c d] posted makes two: wait for [a b]; 160 + 40 fits");
   expect(w.add(recv, 40), {true, 1, 0},
          "f: 200 is the ring's end, so [e] closes; [c d] is waited for; f wraps to 0, clear of [e] at 160");
-  EXPECT_EQ(w.close(), 2);  // [e] and [f]
+  EXPECT_EQ(w.close().retire.size(), 2u);  // [e] and [f]
 }
 
 TEST(BatchWindow, StagingInTheWayIsWaitedForEvenInsideTheWindow) {
@@ -147,7 +148,7 @@ TEST(BatchWindow, AFanOutRootWaitsForThePostedBatchThatWritesWhatItSends) {
   expect(w.add(op_at(OpKind::Broadcast, true, true, 6), 0), {true, 0, 0}, "root of rows [6, 8): nothing it reads is in flight");
   expect(w.add(op_at(OpKind::Broadcast, true, true, 4), 0), {true, 1, 0},
          "root of rows [4, 6): the batch that received them is the oldest of three posted: wait for it");
-  EXPECT_EQ(w.close(), 3);  // [root 0-2], [root 6-8] still posted, and the open [root 4-6]
+  EXPECT_EQ(w.close().retire.size(), 3u);  // [root 0-2], [root 6-8] still posted, and the open [root 4-6]
 }
 
 TEST(BatchWindow, AFanOutRootWaitsForTheOpenBatchThatWritesWhatItSends) {
@@ -166,15 +167,75 @@ TEST(BatchWindow, PostTheOpenBatchThenRetireTheOldestOneByOne) {
   expect(w.add(recv, 40), {false, 0, 0}, "a");
   expect(w.add(recv, 40), {false, 0, 40}, "b");
   expect(w.add(recv, 40), {true, 0, 80}, "c: [a b] posted");
-  EXPECT_TRUE(w.post_open());   // [c] posted
-  EXPECT_FALSE(w.post_open());  // nothing open
+  EXPECT_EQ(w.post_open().close, std::vector<int>{0});  // [c] posted
+  EXPECT_TRUE(w.post_open().close.empty());             // nothing open
   EXPECT_EQ(w.posted(), 2);
-  EXPECT_TRUE(w.retire_oldest());  // [a b]
+  EXPECT_EQ(w.retire_oldest(), 0);  // [a b]
   EXPECT_EQ(w.posted(), 1);
   expect(w.add(recv, 40), {false, 0, 120}, "d: after [c]'s staging at 80");
-  EXPECT_TRUE(w.retire_oldest());  // [c]
-  EXPECT_FALSE(w.retire_oldest());
-  EXPECT_EQ(w.close(), 1);  // [d]
+  EXPECT_EQ(w.retire_oldest(), 0);  // [c]
+  EXPECT_EQ(w.retire_oldest(), -1);
+  EXPECT_EQ(w.close().retire.size(), 1u);  // [d]
+}
+
+// A window per stream (two lanes): the steps worked by hand from batch_window.h's rules.
+BatchPolicy per_stream(int64_t batch_ops, int window) {
+  BatchPolicy p = policy(batch_ops, window);
+  p.streams = 2;
+  p.per_stream_window = true;
+  return p;
+}
+
+Op on_stream(Op op, int stream) {
+  op.stream = stream;
+  return op;
+}
+
+void expect_lanes(const BatchWindow::Step& got, const std::vector<int>& close, const std::vector<int>& retire,
+                  const char* what) {
+  EXPECT_EQ(got.close, close) << what;
+  EXPECT_EQ(got.retire, retire) << what;
+}
+
+TEST(BatchWindow, PerStreamEachLaneKeepsItsOwnWindow) {
+  BatchWindow w(per_stream(2, 2), 1000);
+  ASSERT_EQ(w.lanes(), 2);
+  const Op a = on_stream(op_at(OpKind::Recv, false, false, 0), 0), b = on_stream(op_at(OpKind::Recv, false, false, 2), 1);
+  expect_lanes(w.add(a, 0), {}, {}, "a1 (op 0) opens lane 0");
+  expect_lanes(w.add(b, 0), {}, {}, "b1 (op 1) opens lane 1");
+  expect_lanes(w.add(a, 0), {}, {}, "a2 (op 2)");
+  expect_lanes(w.add(a, 0), {0}, {}, "a3 (op 3): [a1 a2] holds two ops and is posted; one posted fits window 2");
+  expect_lanes(w.add(b, 0), {}, {}, "b2 (op 4) joins [b1]");
+  expect_lanes(w.add(a, 0), {}, {}, "a4 (op 5)");
+  expect_lanes(w.add(a, 0), {0, 1}, {0},
+               "a5 (op 6): [a3 a4] posted makes two in lane 0, so [a1 a2] is waited for; first [b1 b2], open "
+               "since op 1, before the newest posted op 5, is posted too");
+  EXPECT_EQ(w.posted(0), 1);
+  EXPECT_EQ(w.posted(1), 1);
+  expect_lanes(w.add(b, 0), {}, {}, "b3 (op 7): lane 1 holds one posted batch, within its window: no wait");
+  expect_lanes(w.add(a, 0), {}, {}, "a6 (op 8)");
+  expect_lanes(w.add(a, 0), {0, 1}, {0}, "a7 (op 9): [a5 a6] posted, [a3 a4] waited for; [b3] began at 7 < 8: posted");
+  EXPECT_EQ(w.posted(1), 2);  // [b1 b2] and [b3]: lane 1 was never waited for
+  expect_lanes(w.close(), {0}, {1, 0, 1, 0}, "the end: [a7] posted; [b1 b2], [a5 a6], [b3], [a7] waited for, as posted");
+}
+
+TEST(BatchWindow, PerStreamAFanOutRootWaitsOnlyForTheLaneThatWroteWhatItSends) {
+  const Op x0 = op_at(OpKind::Recv, false, false, 0), y0 = on_stream(op_at(OpKind::Recv, false, false, 4), 1);
+  const Op x1 = op_at(OpKind::Recv, false, false, 6), root = op_at(OpKind::Broadcast, true, true, 4);
+  BatchWindow w(per_stream(1, 4), 0);
+  expect_lanes(w.add(x0, 0), {}, {}, "rows [0, 2) arrive on lane 0");
+  expect_lanes(w.add(y0, 0), {}, {}, "rows [4, 6) arrive on lane 1");
+  expect_lanes(w.add(x1, 0), {0}, {}, "rows [6, 8) on lane 0: [x0] holds one op and is posted");
+  expect_lanes(w.add(root, 0), {1, 0}, {1},
+               "root of rows [4, 6) on lane 0: [y0] wrote them and is posted and waited for; lane 0's [x1] is posted "
+               "(a lane waits only with its open batch posted); lane 0's batches stay in flight");
+  EXPECT_EQ(w.posted(0), 2);
+  // One window per rank: the same ops wait for everything posted up to [y0], oldest first.
+  BatchWindow one(policy(1, 4), 0);
+  expect(one.add(x0, 0), {false, 0, 0}, "rows [0, 2)");
+  expect(one.add(y0, 0), {true, 0, 0}, "rows [4, 6): [x0] posted");
+  expect(one.add(x1, 0), {true, 0, 0}, "rows [6, 8): [y0] posted");
+  expect(one.add(root, 0), {true, 2, 0}, "root of rows [4, 6): [x1] posted; [x0] and [y0] waited for");
 }
 
 TEST(BatchWindow, BoundsOfTheWindow) {

@@ -118,16 +118,10 @@ struct Pass {
   std::vector<std::pair<int, int64_t>> waiters;
 };
 
-struct RankState {
-  explicit RankState(const BatchPolicy& policy) : window(policy, policy.staging_bytes) {}
-  // Open batch: when the rank starts posting it, and what it holds; the batches it has in flight.
-  double start = 0;
-  BatchWindow window;
-  int64_t batch_ops = 0;
-  std::deque<double> ends;                // posted batches not yet waited for: when each completes
-  std::array<double, 4> free{};           // per resource: when its last queued bytes are through
-  double through = 0;                     // when the bytes of every batch so far are through
-  int64_t copy_bytes = 0, copies = 0, launches = 0, pass_bytes = 0, pack_bytes = 0, unpack_bytes = 0;
+// A lane's open batch (batch_window.h): what it holds so far.
+struct OpenBatch {
+  int64_t id = 0;  // its number among the rank's batches, in the order they opened (the GPU's turns)
+  int64_t ops = 0, copy_bytes = 0, copies = 0, launches = 0, pass_bytes = 0, pack_bytes = 0, unpack_bytes = 0;
   std::vector<std::pair<int, int>> pulls;  // (stream, peer) of the transport's copies: a launch each
   struct Wire {
     double ready;     // when all its ranks had posted it
@@ -135,11 +129,29 @@ struct RankState {
     size_t message;   // its index in OpLists::messages
     double through;   // when its bytes are through this rank's resources
   };
-  std::vector<Wire> wire;  // per op of the open batch
+  std::vector<Wire> wire;  // per op
   double latency = 0;
-  double relay = 0;  // the batch's binomial broadcasts' relay time (one progress engine runs them all)
+  double relay = 0;  // its binomial broadcasts' relay time (one progress engine runs them all)
   uint32_t streams_used = 0;  // bit per stream (streams above 32 share bits; only the count matters)
   int stream_count = 0;
+  // Its transport passes by (stream, peer), for the GPU's turns (see run()).
+  std::map<std::pair<int, int>, Pass> passes;
+  double wait_until = 0;  // when the copies it waits for are done (one device memory, Replayer::copied())
+};
+
+struct RankState {
+  explicit RankState(const BatchPolicy& policy)
+      : window(policy, policy.staging_bytes), open(static_cast<size_t>(window.lanes())),
+        ends(static_cast<size_t>(window.lanes())) {}
+  // The rank's clock: when it posts its next op. Its lanes' open batches and posted batches not yet
+  // waited for (when each completes).
+  double start = 0;
+  BatchWindow window;
+  std::vector<OpenBatch> open;
+  std::vector<std::deque<double>> ends;
+  int64_t opened = 0;                     // batches opened so far
+  std::array<double, 4> free{};           // per resource: when its last queued bytes are through
+  double through = 0;                     // when the bytes of every batch so far are through
   // Totals.
   double seconds = 0, fixed_seconds = 0;  // seconds: the end of its last batch; fixed: launch and latency
   double wait_seconds = 0;  // of seconds, waiting on ranks that posted their part of an op later
@@ -150,13 +162,16 @@ struct RankState {
   // another's launch and latency).
   double run_fixed = 0;
   int64_t run_batches = 0;
-  // The open batch's transport passes by (stream, peer), for the GPU's turns (see run()).
-  std::map<std::pair<int, int>, Pass> passes;
-  // One device memory (box ops): when the rank's own transport copies are through, and when the
-  // copies the open batch waits for are done (see Replayer::copied()).
-  double copy_free = 0, wait_until = 0;
+  // One device memory (box ops): when the rank's own transport copies are through.
+  double copy_free = 0;
   Bytes4 total_res{};
   Bytes4 misc_res{};  // of total_res, misc buckets'
+  OpenBatch& open_of(const Op& op) { return open[static_cast<size_t>(window.lane(op))]; }
+  bool in_flight() const {
+    for (const auto& e : ends)
+      if (!e.empty()) return true;
+    return false;
+  }
 };
 
 // Which ops a run includes.
@@ -246,9 +261,9 @@ class Replayer {
       double ready = 0;
       for (const auto& [r, op] : parts) {
         RankState& s = ranks_[r];
-        const BatchWindow::Step step = s.window.add(*op, staged(*op));
-        if (step.close) flush(s);
-        retire(s, step.retire);
+        apply(s, s.window.add(*op, staged(*op)));
+        OpenBatch& o = s.open_of(*op);
+        if (o.ops == 0) o.id = s.opened++;
         ready = std::max(ready, s.start);
       }
       if (copies_ && m_.serial_packs)  // each sender packs its op before posting it (executor.cpp, run_ops)
@@ -265,9 +280,7 @@ class Replayer {
       copied(parts, costs, ready);
     }
     for (RankState& s : ranks_) {
-      const int n = s.window.close();
-      flush(s);
-      retire(s, n);
+      apply(s, s.window.close());
       drained(s);
     }
   }
@@ -493,30 +506,32 @@ class Replayer {
       if (one_memory_) c.copy_free = std::max(c.copy_free, ready) + seconds;
       Pass* pass = nullptr;  // only a GPU that takes turns (turns_) needs the passes
       if (turns_) {
-        pass = &c.passes[{parts[k].second->stream, costs[k].peer}];
+        pass = &c.open_of(*parts[k].second).passes[{parts[k].second->stream, costs[k].peer}];
         pass->ready = std::max(pass->ready, ready);
         pass->seconds += seconds;
         if (one_memory_) pass->alone = c.copy_free;
       }
       for (const auto& part : parts)
         if (part.first == copier || root < 0 || copier == root || part.first == root) {
-          if (pass) pass->waiters.emplace_back(part.first, ranks_[part.first].batches);
-          if (one_memory_) ranks_[part.first].wait_until = std::max(ranks_[part.first].wait_until, c.copy_free);
+          OpenBatch& o = ranks_[part.first].open_of(*part.second);
+          if (pass) pass->waiters.emplace_back(part.first, o.id);
+          if (one_memory_) o.wait_until = std::max(o.wait_until, c.copy_free);
         }
     }
   }
 
   void post(int rank, const Op& op, const OpCost& c, double ready, size_t message) {
     RankState& s = ranks_[rank];
-    ++s.batch_ops;
-    s.copy_bytes += c.copy_bytes;
-    s.pack_bytes += c.pack_bytes;
-    s.unpack_bytes += c.unpack_bytes;
-    s.pass_bytes += c.pass_bytes;
-    s.copies += c.copies;
-    s.launches += c.launches;
+    OpenBatch& o = s.open_of(op);
+    ++o.ops;
+    o.copy_bytes += c.copy_bytes;
+    o.pack_bytes += c.pack_bytes;
+    o.unpack_bytes += c.unpack_bytes;
+    o.pass_bytes += c.pass_bytes;
+    o.copies += c.copies;
+    o.launches += c.launches;
     const std::pair<int, int> from{op.stream, c.peer};
-    if (c.pulls && std::find(s.pulls.begin(), s.pulls.end(), from) == s.pulls.end()) s.pulls.push_back(from);
+    if (c.pulls && std::find(o.pulls.begin(), o.pulls.end(), from) == o.pulls.end()) o.pulls.push_back(from);
     Bytes4 timed = c.res;
     if (one_memory_) timed[0] = timed[1] = 0;  // the domain's "NVLink" is the memory the copies already move
     // Each resource takes the rank's ops in the order they are posted, none before all its ranks had
@@ -529,28 +544,35 @@ class Replayer {
       through = std::max(through, s.free[j]);
     }
     through_[message] = std::max(through_[message], through);
-    s.wire.push_back({ready, timed, message, through});
+    o.wire.push_back({ready, timed, message, through});
     for (int i = 0; i < kResources; ++i) {
       s.total_res[i] += c.res[i];
       if (op.phase == misc_phase_) s.misc_res[i] += c.res[i];
     }
-    s.latency = std::max(s.latency, c.latency);
-    s.relay += c.relay;
+    o.latency = std::max(o.latency, c.latency);
+    o.relay += c.relay;
     const uint32_t bit = 1u << (op.stream % 32);
-    if (!(s.streams_used & bit)) {
-      s.streams_used |= bit;
-      ++s.stream_count;
+    if (!(o.streams_used & bit)) {
+      o.streams_used |= bit;
+      ++o.stream_count;
     }
   }
 
-  // The oldest `n` posted batches are waited for: the next batch starts no earlier than they end.
-  void retire(RankState& s, int n) {
-    for (; n > 0 && !s.ends.empty(); --n) {
-      s.start = std::max(s.start, s.ends.front());
-      s.seconds = std::max(s.seconds, s.ends.front());
-      s.ends.pop_front();
-    }
-    if (s.ends.empty()) drained(s);
+  // What the batch window says before an op (or at the end): the lanes' batches it closes, then the
+  // ones waited for.
+  void apply(RankState& s, const BatchWindow::Step& step) {
+    for (int lane : step.close) flush(s, lane);
+    for (int lane : step.retire) retire(s, lane);
+  }
+
+  // The lane's oldest posted batch is waited for: the rank's next op starts no earlier than it ends.
+  void retire(RankState& s, int lane) {
+    std::deque<double>& ends = s.ends[static_cast<size_t>(lane)];
+    if (ends.empty()) return;
+    s.start = std::max(s.start, ends.front());
+    s.seconds = std::max(s.seconds, ends.front());
+    ends.pop_front();
+    if (!s.in_flight()) drained(s);
   }
 
   // The rank has no batch in flight: the fixed costs of the batches since it last had none are exposed
@@ -565,17 +587,18 @@ class Replayer {
   }
 
   // Closes the open batch: when it ends, and when the rank may start posting the next one.
-  void flush(RankState& s) {
-    if (s.batch_ops == 0) return;
+  void flush(RankState& s, int lane) {
+    OpenBatch& o = s.open[static_cast<size_t>(lane)];
+    if (o.ops == 0) return;
     // Its ops went onto the rank's resources as they were posted (post()); each is done on no rank
     // before its bytes are through on every rank's links (a send completes once its receiver has the
     // bytes, a receive once its sender sent them), and all of its ranks had posted it by now.
     double through = s.start;
     Bytes4 sum{};
-    for (const RankState::Wire& w : s.wire) {
+    for (const OpenBatch::Wire& w : o.wire) {
       through = std::max(through, w.through);
       for (int i = 0; i < kResources; ++i) sum[resource(i)] += w.res[i];
-      s.wait_until = std::max(s.wait_until, through_[w.message]);
+      o.wait_until = std::max(o.wait_until, through_[w.message]);
     }
     double wire = through - s.start, alone = 0;
     for (int i = 0; i < kResources; ++i) alone = std::max(alone, static_cast<double>(sum[i]) / beta_[i]);
@@ -585,30 +608,30 @@ class Replayer {
     s.wait_seconds += std::max(0.0, through - waited_from - alone);
     if (record_) {
       double first = s.start + wire;
-      for (const auto& w : s.wire) first = std::min(first, w.ready);
+      for (const auto& w : o.wire) first = std::min(first, w.ready);
       int64_t bytes = 0;
-      for (const auto& w : s.wire) bytes += std::max({w.res[0], w.res[1], w.res[2], w.res[3]});
+      for (const auto& w : o.wire) bytes += std::max({w.res[0], w.res[1], w.res[2], w.res[3]});
       s.spans.push_back(BatchSpan{s.start, first, 0, bytes});
     }
     // Serial packs (host staging): the rank's thread packs each op before posting it (run() moves the
     // rank's clock) and unpacks after the wait, so those copies add to the batch; else (kernels on a
     // stream) every copy overlaps the wire.
-    const int64_t serial = m_.serial_packs ? s.pack_bytes + s.unpack_bytes : 0;
-    const double unpack = copies_ && m_.serial_packs ? static_cast<double>(s.unpack_bytes) / (m_.copy_gbps * 1e9) : 0;
-    if (copies_) wire = std::max(wire, static_cast<double>(s.copy_bytes - serial) / (m_.copy_gbps * 1e9));
-    wire = std::max(wire, s.relay);
-    const double fixed = m_.launch_us * 1e-6 * s.stream_count + s.latency;
-    const int64_t launches = s.launches + static_cast<int64_t>(s.pulls.size());
-    const double issue = m_.launch_us * 1e-6 * s.stream_count + m_.per_op_us * 1e-6 * static_cast<double>(s.batch_ops) +
-                         m_.per_copy_us * 1e-6 * static_cast<double>(s.copies) +
+    const int64_t serial = m_.serial_packs ? o.pack_bytes + o.unpack_bytes : 0;
+    const double unpack = copies_ && m_.serial_packs ? static_cast<double>(o.unpack_bytes) / (m_.copy_gbps * 1e9) : 0;
+    if (copies_) wire = std::max(wire, static_cast<double>(o.copy_bytes - serial) / (m_.copy_gbps * 1e9));
+    wire = std::max(wire, o.relay);
+    const double fixed = m_.launch_us * 1e-6 * o.stream_count + o.latency;
+    const int64_t launches = o.launches + static_cast<int64_t>(o.pulls.size());
+    const double issue = m_.launch_us * 1e-6 * o.stream_count + m_.per_op_us * 1e-6 * static_cast<double>(o.ops) +
+                         m_.per_copy_us * 1e-6 * static_cast<double>(o.copies) +
                          m_.per_launch_us * 1e-6 * static_cast<double>(launches);
-    const size_t rank = static_cast<size_t>(&s - ranks_.data()), batch = static_cast<size_t>(s.batches);
+    const size_t rank = static_cast<size_t>(&s - ranks_.data()), batch = static_cast<size_t>(o.id);
     const double delay = rank < delay_.size() && batch < delay_[rank].size() ? delay_[rank][batch] : 0;
-    const double end = std::max(s.start + issue + wire, s.wait_until) + s.latency + unpack + delay;
-    s.ends.push_back(end);
-    s.wait_until = 0;
+    const double end = std::max(s.start + issue + wire, o.wait_until) + o.latency + unpack + delay;
+    s.ends[static_cast<size_t>(lane)].push_back(end);
+    o.wait_until = 0;
     // The transport launches a pass (per stream and peer) once the batch is posted and all of its ops.
-    for (auto& [key, pass] : s.passes) {
+    for (auto& [key, pass] : o.passes) {
       const SliceWork work{std::max(pass.ready, s.start + issue), static_cast<int>(rank), pass.seconds};
       slice_work_.push_back(work);
       slice_alone_.push_back(std::max(pass.alone, work.ready + work.seconds));
@@ -616,25 +639,25 @@ class Replayer {
       pass.waiters.erase(std::unique(pass.waiters.begin(), pass.waiters.end()), pass.waiters.end());
       slice_waiters_.push_back(std::move(pass.waiters));
     }
-    s.passes.clear();
+    o.passes.clear();
     s.start += issue;  // posting it took this long; the window decides whether the next waits for it
     if (record_) s.spans.back().end = end;
     s.run_fixed += fixed;
     ++s.run_batches;
     ++s.batches;
-    s.total_ops += s.batch_ops;
-    s.batch_ops = 0;
-    s.total_copies += s.copies;
+    s.total_ops += o.ops;
+    o.ops = 0;
+    s.total_copies += o.copies;
     s.total_launches += launches;
-    s.total_passes += static_cast<int64_t>(s.pulls.size());
-    s.total_copy_bytes += s.copy_bytes;
-    s.copy_bytes = s.copies = s.launches = s.pass_bytes = s.pack_bytes = s.unpack_bytes = 0;
-    s.pulls.clear();
-    s.wire.clear();
-    s.latency = 0;
-    s.relay = 0;
-    s.streams_used = 0;
-    s.stream_count = 0;
+    s.total_passes += static_cast<int64_t>(o.pulls.size());
+    s.total_copy_bytes += o.copy_bytes;
+    o.copy_bytes = o.copies = o.launches = o.pass_bytes = o.pack_bytes = o.unpack_bytes = 0;
+    o.pulls.clear();
+    o.wire.clear();
+    o.latency = 0;
+    o.relay = 0;
+    o.streams_used = 0;
+    o.stream_count = 0;
   }
 
   const Plan& plan_;

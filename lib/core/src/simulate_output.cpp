@@ -68,6 +68,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"batch_bytes", m.batch.batch_bytes},
         {"staging_bytes", m.batch.staging_bytes},
         {"window", m.batch.window},
+        {"window_per_stream", m.batch.per_stream_window},
         {"algo", to_string(m.algo)}}},
       {"phases", phases},
       {"bulk_time_ms", r.bulk_seconds * 1e3},
@@ -113,9 +114,9 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
                                  : std::to_string(m.gpus_per_node) + " GPUs per NVLink domain";
   line("#  system %s: %s, NVLink %.1f GB/s, NIC %.1f GB/s (per direction per GPU)\n", m.name.c_str(), domain.c_str(),
        m.nvlink_gbps, m.nic_gbps);
-  line("#  latency %.1f us NVLink / %.1f us NIC, launch %.1f us, per op %.2f us; streams %d, batch %lld ops / %s, window %d\n",
+  line("#  latency %.1f us NVLink / %.1f us NIC, launch %.1f us, per op %.2f us; streams %d, batch %lld ops / %s, window %d%s\n",
        m.nvlink_latency_us, m.nic_latency_us, m.launch_us, m.per_op_us, m.batch.streams, static_cast<long long>(m.batch.batch_ops),
-       format_bytes(m.batch.batch_bytes).c_str(), m.batch.window);
+       format_bytes(m.batch.batch_bytes).c_str(), m.batch.window, m.batch.per_stream_window ? " per stream" : "");
   if (plan.options.gpus_per_node > 0 && plan.options.gpus_per_node != m.gpus_per_node)
     line("#  warning: the plan's fan-outs were made for %d GPUs a node (--gpus-per-node), this system has %lld\n",
          plan.options.gpus_per_node, static_cast<long long>(m.gpus_per_node));

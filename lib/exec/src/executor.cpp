@@ -10,6 +10,7 @@ namespace reshard {
 
 
 struct Executor::Batch {
+  int lane = 0;
   std::vector<const Op*> ops;
   std::vector<void*> wire;  // per op: its staging (null: box op or direct)
   std::vector<bool> streams;
@@ -17,7 +18,7 @@ struct Executor::Batch {
 
 Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& memory, const BatchPolicy& options)
     : plan_(plan), rank_(rank), transport_(transport), memory_(memory), options_(options),
-      boxes_(transport.supports_boxes()), open_(std::make_unique<Batch>()) {
+      boxes_(transport.supports_boxes()) {
   Problems problems;
   options_.validate(problems);
   problems.throw_if_any("invalid batch policy:");
@@ -101,8 +102,11 @@ bool Executor::boxed(const Op& op, Algo algo) const { return boxed_op(op, algo, 
 
 void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
   BatchWindow window(options_, staging_size_);
-  *open_ = Batch{};
-  open_->streams.assign(options_.streams, false);
+  open_.assign(static_cast<size_t>(window.lanes()), Batch{});
+  for (int l = 0; l < window.lanes(); ++l) {
+    open_[static_cast<size_t>(l)].lane = l;
+    open_[static_cast<size_t>(l)].streams.assign(options_.streams, false);
+  }
   posted_.clear();
   open_landings_.clear();  // every landing was released when the previous op list finished
   std::fill(landing_at_.begin(), landing_at_.end(), -1);
@@ -116,9 +120,9 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
       throw runtime_error("op of " + std::to_string(op->bytes()) + " bytes does not fit staging of " +
                           std::to_string(staging_size_) + " bytes");
     open_landings(*op, algo, window);
-    const BatchWindow::Step step = window.add(*op, staged);
-    if (step.close) close_open();
-    retire(step.retire);
+    const BatchWindow::Step& step = window.add(*op, staged);
+    const int64_t staging_at = step.staging_at;
+    apply(step);
 
     const bool sends = op->kind == OpKind::Send || (op->kind == OpKind::Broadcast && op->root);
     if (sends && op->src_side) dequant_boxes(*op);
@@ -129,7 +133,7 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
       if (staged == 0) {
         wire = storage_ptr(*op, op->pieces[0]);
       } else {
-        wire = static_cast<uint8_t*>(staging_.get()) + step.staging_at;
+        wire = static_cast<uint8_t*>(staging_.get()) + staging_at;
       }
       if (sends && staged > 0)
         for (const Piece& p : op->pieces)
@@ -141,12 +145,12 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
         case OpKind::Broadcast: transport_.broadcast(op->stream, op->group, op->peer, wire, op->bytes()); break;
       }
     }
-    open_->ops.push_back(op);
-    open_->wire.push_back(wire);
-    open_->streams[op->stream] = true;
+    Batch& open = open_[static_cast<size_t>(window.lane(*op))];
+    open.ops.push_back(op);
+    open.wire.push_back(wire);
+    open.streams[op->stream] = true;
   }
-  close_open();
-  retire(window.close());
+  apply(window.close());
 }
 
 // Box transports: the op's pieces go to the transport as they are (no pack, no staging, no unpack);
@@ -169,30 +173,32 @@ void Executor::post_boxes(const Op& op) {
   }
 }
 
-void Executor::close_open() {
-  if (open_->ops.empty()) return;
+void Executor::close_open(int lane) {
+  Batch& open = open_.at(static_cast<size_t>(lane));
+  if (open.ops.empty()) return;
   for (int s = 0; s < options_.streams; ++s)
-    if (open_->streams[s]) transport_.flush(s);
-  posted_.push_back(std::move(*open_));
-  *open_ = Batch{};
-  open_->streams.assign(options_.streams, false);
+    if (open.streams[s]) transport_.flush(s);
+  posted_.push_back(std::move(open));
+  open = Batch{};
+  open.lane = lane;
+  open.streams.assign(options_.streams, false);
   ++batches_;
 }
 
-void Executor::retire(int count) {
-  if (count > static_cast<int>(posted_.size()))
-    throw runtime_error("retiring " + std::to_string(count) + " batches of the " + std::to_string(posted_.size()) +
-                        " posted");
-  for (; count > 0; --count) retire_oldest();
+void Executor::apply(const BatchWindow::Step& step) {
+  for (int lane : step.close) close_open(lane);
+  for (int lane : step.retire) retire_oldest(lane);
 }
 
-void Executor::retire_oldest() {
-  Batch& batch = posted_.front();
+void Executor::retire_oldest(int lane) {
+  const auto at = std::find_if(posted_.begin(), posted_.end(), [&](const Batch& b) { return b.lane == lane; });
+  if (at == posted_.end()) throw runtime_error("retiring a batch of lane " + std::to_string(lane) + ", none posted");
+  Batch& batch = *at;
   // Each stream's flushed batches after this one stay in flight.
   for (int s = 0; s < options_.streams; ++s) {
     if (!batch.streams[s]) continue;
     int keep = 0;
-    for (size_t j = 1; j < posted_.size(); ++j) keep += posted_[j].streams[s] ? 1 : 0;
+    for (auto j = at + 1; j != posted_.end(); ++j) keep += j->streams[s] ? 1 : 0;
     transport_.wait(s, keep);
   }
   bool queued = false;  // device work queued here that later ops rely on
@@ -217,7 +223,7 @@ void Executor::retire_oldest() {
   // Before staging or a landing is reused, or a fan-out root sends what was unpacked, on any stream.
   // (The GPU transports' later batches may already run on these streams; this waits for them too.)
   if (queued) memory_.sync(-1);
-  posted_.erase(posted_.begin());
+  posted_.erase(at);
 }
 
 Traffic Executor::traffic(Algo algo, int phase) const {

@@ -70,9 +70,9 @@ class Executor {
   struct Batch;
   void run_ops(const std::vector<const Op*>& ops, Algo algo);
   bool boxed(const Op& op, Algo algo) const;
-  void close_open();       // flushes the open batch: it joins the posted ones
-  void retire(int count);  // waits for the `count` oldest posted batches, unpacks them, closes their landings
-  void retire_oldest();
+  void close_open(int lane);    // flushes the lane's open batch: it joins the posted ones
+  void apply(const BatchWindow::Step& step);  // the closes, then the retires, the window says
+  void retire_oldest(int lane);  // waits for the lane's oldest posted batch, unpacks it, closes its landings
   void post_boxes(const Op& op);
   void* storage_base(const Op& op, const Piece& p) const;
   void open_landings(const Op& op, Algo algo, BatchWindow& window);
@@ -102,8 +102,8 @@ class Executor {
   Block staging_;
   int64_t staging_size_ = 0;
   int64_t batches_ = 0;
-  std::unique_ptr<Batch> open_;       // ops posted, not yet flushed
-  std::vector<Batch> posted_;         // flushed, not yet waited for, oldest first (at most --window)
+  std::vector<Batch> open_;    // per lane (batch_window.h): ops posted, not yet flushed
+  std::vector<Batch> posted_;  // flushed, not yet waited for, oldest first (at most --window per lane)
   bool snapshot_taken_ = false;
 };
 

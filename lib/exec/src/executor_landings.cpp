@@ -22,10 +22,10 @@ void Executor::open_landings(const Op& op, Algo algo, BatchWindow& window) {
       return false;
     };
     if (in_the_way()) {
-      // The landing in the way closes with its last op on this rank: post the open batch (it may
+      // The landing in the way closes with its last op on this rank: post the open batches (one may
       // hold that op), then wait for the oldest batches only until it has closed.
-      if (window.post_open()) close_open();
-      while (in_the_way() && window.retire_oldest()) retire(1);
+      apply(window.post_open());
+      for (int lane = 0; in_the_way() && (lane = window.retire_oldest()) >= 0;) retire_oldest(lane);
     }
     if (in_the_way())  // the layout rules this out; a bug if it happens
       throw runtime_error("landing of " + plan_.params[storages_.landings[l].param].name +

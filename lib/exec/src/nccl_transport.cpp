@@ -168,7 +168,9 @@ class NcclTransport final : public Transport {
   }
 
   void wait(int stream, int keep) override {
-    if (keep == 0 && !queue_.empty()) throw runtime_error("nccl: wait(" + std::to_string(stream) + ") before flush");
+    // Ops of other streams may still be queued (a window per stream: their batches are open).
+    if (keep == 0 && std::any_of(queue_.begin(), queue_.end(), [&](const QueuedOp& op) { return op.stream == stream; }))
+      throw runtime_error("nccl: wait(" + std::to_string(stream) + ") before flush");
     auto& flushed = flushed_.at(static_cast<size_t>(checked(stream)));
     const int n = static_cast<int>(flushed.size()) - keep;  // batches to complete, oldest first
     if (n <= 0) return;

@@ -177,10 +177,10 @@ std::string format_header(const RunReport& r, const RunArgs& a, const std::strin
   line("#  world: %d  transport: %s\n", plan.world(), transport_line.c_str());
   if (!r.device.empty()) line("#  device: %s (rank 0)\n", r.device.c_str());
   if (!r.transport_settings.empty()) line("#  transport settings: %s\n", r.transport_settings.c_str());
-  line("#  algo: %s  iters: %d  warmup: %d  streams: %d  batch: %lld ops / %s  window: %d  staging: %s  check: %s\n",
+  line("#  algo: %s  iters: %d  warmup: %d  streams: %d  batch: %lld ops / %s  window: %d%s  staging: %s  check: %s\n",
        to_string(r.algo), a.iters, a.warmup, a.exec.streams, static_cast<long long>(a.exec.batch_ops),
-       human_bytes(a.exec.batch_bytes).c_str(), a.exec.window, human_bytes(a.exec.staging_bytes).c_str(),
-       a.check ? "on" : "off");
+       human_bytes(a.exec.batch_bytes).c_str(), a.exec.window, a.exec.per_stream_window ? " per stream" : "",
+       human_bytes(a.exec.staging_bytes).c_str(), a.check ? "on" : "off");
   if (a.warmup == 0)
     line("#  warmup 0: each row's first iteration pays first-use costs (page faults, cuda-ipc handle mapping)\n");
   const bool ceiling = r.rows.back().has_ceiling();
@@ -325,6 +325,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
            {"batch_bytes", a.exec.batch_bytes},
            {"staging_bytes", a.exec.staging_bytes},
            {"window", a.exec.window},
+           {"window_per_stream", a.exec.per_stream_window},
            {"timeout_s", a.timeout_s},
            {"check", a.check}}},
          {"command_line", a.command_line},

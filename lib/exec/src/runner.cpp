@@ -80,7 +80,8 @@ std::vector<std::pair<std::string, std::string>> shaping_flags(const RunArgs& a,
           {"--batch-ops", std::to_string(a.exec.batch_ops)},
           {"--batch-bytes", std::to_string(a.exec.batch_bytes)},
           {"--staging-bytes", std::to_string(a.exec.staging_bytes)},
-          {"--window", std::to_string(a.exec.window)}};
+          {"--window", std::to_string(a.exec.window)},
+          {"--window-per-stream", a.exec.per_stream_window ? "on" : "off"}};
 }
 
 // Collectively: every rank's shaping flags equal rank 0's, else an agreed Error(Config) naming the

@@ -32,7 +32,10 @@ struct BatchPolicy {
   int64_t batch_ops = 64;
   int64_t batch_bytes = int64_t{256} << 20;
   int64_t staging_bytes = int64_t{256} << 20;
-  int window = 16;  // batches in flight per rank: the open one and window - 1 posted, not yet waited for
+  int window = 16;  // batches in flight per rank (or per stream): the open one and window - 1 posted
+  // The window per stream instead of per rank (batch_window.h): a stage's batches are then waited for
+  // only behind its own stream's, not behind another stage's.
+  bool per_stream_window = false;
 
   // Every value out of bounds, named by its flag.
   void validate(Problems& problems) const;
