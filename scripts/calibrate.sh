@@ -11,11 +11,12 @@
 #   results/gpu/bench_19254c7/{,config2_push/,pull/}gpu_runs.json, and the window runs with the
 #   8-rank plan also as --fanout direct, results/gpu/window_direct/ipc/*.json, and the CPU MPI runs of
 #   scripts/cpu_waits_bench.sh on the 2-core VM and the device machine's 16-core host,
-#   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them): records of format
+#   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them), and the
+#   window-per-stream call's results/gpu/window_per_stream/{ipc,cpu}/*.json: records of format
 #             "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
-#             own algo, streams, batch caps and staging, and cuda-ipc records in their own mode
+#             own algo, streams, batch caps, staging and window (per stream or not), and cuda-ipc records in their own mode
 #             (--ipc-mode): the record's transport_mode, else versions.transport's suffix ", push" or
 #             ", pull" (records before b9e2768); with neither (made before push existed) pull.
 #   --system: the preset for every record; default cpu-mpi-local for transport "mpi"; for cuda-ipc
@@ -151,7 +152,8 @@ fi
                                   results/gpu/extra/24ab0ab/pull results/gpu/window_push_nosync/ipc
                                   results/gpu/bench_19254c7 results/gpu/bench_19254c7/config2_push
                                   results/gpu/bench_19254c7/pull results/gpu/window_direct/ipc
-                                  results/cpu_waits results/cpu_waits_h200host)
+                                  results/cpu_waits results/cpu_waits_h200host
+                                  results/gpu/window_per_stream/ipc results/gpu/window_per_stream/cpu)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, os, shlex, subprocess, sys
 
@@ -280,6 +282,7 @@ for f, name, rec in records:
             "--batch-bytes", str(a.get("batch_bytes", 268435456)),
             "--staging-bytes", str(a.get("staging_bytes", 268435456)),
             "--window", str(a.get("window", 1))] + flags  # records before --window ran one batch at a time
+    args.append("--window-per-stream" if a.get("window_per_stream") else "--window-per-rank")  # before 2026-12-03: per rank
     sim = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     if sim["plan"]["fingerprint"] != rec["plan"]["fingerprint"]:
         print("%-32s skipped: plan file %s has fingerprint %s, the run %s" % (name, plan,

@@ -6,6 +6,9 @@
 #   plans/NAME.json          the plans (the records' arguments.plan points here)
 #   NAME_FLAGS.json          `reshard run --json` records, FLAGS = bench (run's defaults) or waits
 #                            (window 1, 4-op / 4 MiB batches, 4 MiB staging, one stream: a wait per batch)
+#                            or perrank / perstream (run's defaults before 2026-12-03, a window per rank
+#                            and 256 MiB staging, and the same per stream); env FLAGSETS picks them
+#                            (default "bench waits")
 #   host_NP.json             scripts/calibrate.sh --measure-host NP before the runs of NP ranks: this
 #                            machine's copy and MPI rates, which calibrate.sh simulates these records with
 #   cpu_waits.log            every command and its output, with the machine
@@ -36,6 +39,8 @@ ALL="a16:8:tp=1,pp=2:8:tp=4 a16_direct:8:tp=1,pp=2:8:tp=4:direct b16:8:tp=2,pp=2
 declare -A FLAGS=(
   [bench]=""
   [waits]="--window 1 --batch-ops 4 --batch-bytes 4Mi --staging-bytes 4Mi --streams 1"
+  [perrank]="--window-per-rank --staging-bytes 256Mi"
+  [perstream]="--window-per-stream --staging-bytes 256Mi"
 )
 rm -f "$OUT"/host_*.json  # measured afresh, beside the records they describe
 for cfg in ${CONFIGS:-$ALL}; do
@@ -56,7 +61,7 @@ for cfg in ${CONFIGS:-$ALL}; do
     --exclude 'model\.layers\.([4-9]|[12][0-9]|3[0-5])\.' --exclude embed_tokens --fanout "${fanout:-auto}" -o "$plan" --force --summary \
     >>"$LOG" 2>&1
   fi
-  for f in bench waits; do
+  for f in ${FLAGSETS:-bench waits}; do
     rec=$OUT/${name}_$f.json
     # shellcheck disable=SC2086
     cmd=(mpirun --oversubscribe -np "$np" "$RESHARD" run --plan "$plan" --check --iters "$ITERS"

@@ -1,7 +1,9 @@
 // The executor's batch knobs, the same flags with the same defaults in `run`, `verify --execute` and
 // `simulate` (the policy itself, its bounds and message cap: reshard/core/batch_policy.h).
 #pragma once
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -11,9 +13,18 @@
 
 namespace reshard::cli {
 
+// A byte count as a flag's text, in the largest binary unit that divides it: 536870912 -> "512Mi".
+inline std::string size_text(int64_t bytes) {
+  for (const auto& [unit, scale] : {std::pair{"Gi", int64_t{1} << 30}, {"Mi", int64_t{1} << 20}, {"Ki", int64_t{1} << 10}})
+    if (bytes > 0 && bytes % scale == 0) return std::to_string(bytes / scale) + unit;
+  return std::to_string(bytes);
+}
+
 struct BatchFlags {
   BatchPolicy policy;
-  std::string batch_bytes = "256Mi", staging_bytes = "256Mi";
+  // As text (K/M/G suffixes); the defaults are the policy's.
+  std::string batch_bytes = size_text(BatchPolicy{}.batch_bytes),
+              staging_bytes = size_text(BatchPolicy{}.staging_bytes);
 };
 
 inline void add_batch_flags(CLI::App& cmd, BatchFlags& f) {
@@ -27,8 +38,9 @@ inline void add_batch_flags(CLI::App& cmd, BatchFlags& f) {
   cmd.add_option("--window", f.policy.window,
                  "Batches in flight per rank: the open one and N-1 posted, not yet waited for")
       ->capture_default_str();
-  cmd.add_flag("--window-per-stream", f.policy.per_stream_window,
-               "A window per stream instead of per rank: a stage's batches wait only behind its own stream's");
+  cmd.add_flag("--window-per-stream,!--window-per-rank", f.policy.per_stream_window,
+               "A window per stream (the default): a stage's batches wait only behind its own stream's; "
+               "--window-per-rank: one window for all of a rank's batches");
 }
 
 // The policy the flags give; every bad value goes to `problems`.

@@ -154,10 +154,11 @@ plan_summary)
   contains out.txt "lower bound  3.11 GiB on the busiest rank, whole refit (3338140672 B); bulk alone 641.25 MiB (672399360 B)"
   contains out.txt "efficiency   1.000 whole refit, 1.000 bulk alone"
   # Memory (issue 19): train rank 0 holds the bulk whole (5.01 GiB) and the misc bucket it roots
-  # (1021.93 MiB) = 6.01 GiB, + staging (256 MiB) + no landings (BF16 to BF16) + the largest bucket
-  # = 7.26 GiB; a gen rank 641.25 MiB of bulk + 2.48 GiB misc + the same = 4.36 GiB. All 16: 87.40 GiB.
-  contains out.txt "memory       7.26 GiB at most a rank (rank 0, train: storages 6.01 GiB, staging 256.00 MiB, landings 0 B"
-  contains out.txt "all ranks 87.40 GiB"
+  # (1021.93 MiB) = 6.01 GiB, + staging (run's default, 512 MiB) + no landings (BF16 to BF16) + the
+  # largest bucket = 7.51 GiB; a gen rank 641.25 MiB of bulk + 2.48 GiB misc + the same = 4.61 GiB.
+  # All 16: 91.40 GiB.
+  contains out.txt "memory       7.51 GiB at most a rank (rank 0, train: storages 6.01 GiB, staging 512.00 MiB, landings 0 B"
+  contains out.txt "all ranks 91.40 GiB"
   [ -z "$(ls | grep -v -e out.txt -e err.txt)" ] || fail "a file was written without -o"
   expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o p.json --summary
   contains out.txt "fingerprint"

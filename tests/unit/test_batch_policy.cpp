@@ -101,10 +101,12 @@ void expect(const BatchWindow::Step& got, const Want& want, const char* what) {
   EXPECT_EQ(got.staging_at, want.at) << what;
 }
 
+// One window per rank (--window-per-rank): the rule the tests below work by hand.
 BatchPolicy policy(int64_t batch_ops, int window) {
   BatchPolicy p;
   p.batch_ops = batch_ops;
   p.window = window;
+  p.per_stream_window = false;
   return p;
 }
 

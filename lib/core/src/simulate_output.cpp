@@ -116,7 +116,7 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
        m.nvlink_gbps, m.nic_gbps);
   line("#  latency %.1f us NVLink / %.1f us NIC, launch %.1f us, per op %.2f us; streams %d, batch %lld ops / %s, window %d%s\n",
        m.nvlink_latency_us, m.nic_latency_us, m.launch_us, m.per_op_us, m.batch.streams, static_cast<long long>(m.batch.batch_ops),
-       format_bytes(m.batch.batch_bytes).c_str(), m.batch.window, m.batch.per_stream_window ? " per stream" : "");
+       format_bytes(m.batch.batch_bytes).c_str(), m.batch.window, m.batch.per_stream_window ? " per stream" : " per rank");
   if (plan.options.gpus_per_node > 0 && plan.options.gpus_per_node != m.gpus_per_node)
     line("#  warning: the plan's fan-outs were made for %d GPUs a node (--gpus-per-node), this system has %lld\n",
          plan.options.gpus_per_node, static_cast<long long>(m.gpus_per_node));
@@ -146,8 +146,12 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
   line(" %-27s %12.3f\n", "sequential (bulk, then misc)", r.sequential_seconds * 1e3);
   line(" %-27s %12.3f %13d %9lld\n", "total (executor order)", r.total_seconds * 1e3, r.slowest_rank,
        static_cast<long long>(r.slowest_rank_batches));
-  line("# rank %d waited %.3f ms of that on ranks that posted their part of an op later\n", r.slowest_rank,
-       r.slowest_rank_wait_seconds * 1e3);
+  // Each batch's wait is what it took past the rank's batches before it and its own bytes alone; lanes
+  // (a window per stream) put batches on a link side by side, so there each other's bytes count too.
+  const bool lanes = m.batch.per_stream_window && m.batch.streams > 1;
+  line("# rank %d waited %.3f ms of that on ranks that posted their part of an op later%s\n", r.slowest_rank,
+       r.slowest_rank_wait_seconds * 1e3,
+       lanes ? " (at most: with a window per stream, its lanes' batches sharing a link count too)" : "");
   const double floor = std::max(r.nvlink_floor.seconds, r.nic_floor.seconds);
   line("# floors (busiest link of the class, the schedule's bytes): NIC %.3f ms (bulk %.3f, misc %.3f), "
        "NVLink %.3f ms (bulk %.3f, misc %.3f); predicted total is %.2fx the higher\n",

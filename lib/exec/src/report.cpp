@@ -179,7 +179,7 @@ std::string format_header(const RunReport& r, const RunArgs& a, const std::strin
   if (!r.transport_settings.empty()) line("#  transport settings: %s\n", r.transport_settings.c_str());
   line("#  algo: %s  iters: %d  warmup: %d  streams: %d  batch: %lld ops / %s  window: %d%s  staging: %s  check: %s\n",
        to_string(r.algo), a.iters, a.warmup, a.exec.streams, static_cast<long long>(a.exec.batch_ops),
-       human_bytes(a.exec.batch_bytes).c_str(), a.exec.window, a.exec.per_stream_window ? " per stream" : "",
+       human_bytes(a.exec.batch_bytes).c_str(), a.exec.window, a.exec.per_stream_window ? " per stream" : " per rank",
        human_bytes(a.exec.staging_bytes).c_str(), a.check ? "on" : "off");
   if (a.warmup == 0)
     line("#  warmup 0: each row's first iteration pays first-use costs (page faults, cuda-ipc handle mapping)\n");

@@ -31,11 +31,14 @@ struct BatchPolicy {
   int streams = 2;
   int64_t batch_ops = 64;
   int64_t batch_bytes = int64_t{256} << 20;
-  int64_t staging_bytes = int64_t{256} << 20;
+  // 512 MiB: at 256 MiB the ring wrapped onto batches still waiting for a slow peer and held NCCL M2N's
+  // Qwen3-235B row at 1.30x its NIC floor (simulate; 1.14x at 512 MiB, docs/performance.md). The
+  // message cap stays batch_bytes.
+  int64_t staging_bytes = int64_t{512} << 20;
   int window = 16;  // batches in flight per rank (or per stream): the open one and window - 1 posted
-  // The window per stream instead of per rank (batch_window.h): a stage's batches are then waited for
-  // only behind its own stream's, not behind another stage's.
-  bool per_stream_window = false;
+  // A window per stream (batch_window.h): a stage's batches are waited for only behind its own stream's,
+  // not behind another stage's. False: one window per rank (--window-per-rank), as before 2026-12-03.
+  bool per_stream_window = true;
 
   // Every value out of bounds, named by its flag.
   void validate(Problems& problems) const;

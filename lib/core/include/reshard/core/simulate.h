@@ -173,7 +173,9 @@ struct SimResult {
   double total_seconds = 0;     // everything in the executor's order (misc interleaved)
   int slowest_rank = 0;         // of the total
   int64_t slowest_rank_batches = 0;
-  double slowest_rank_wait_seconds = 0;  // of the total, that rank waiting on ranks that posted later
+  // Of the total, that rank waiting on ranks that posted later; with a window per stream an upper bound
+  // (its lanes' batches share links, and each batch's wait counts the others' bytes beside its own).
+  double slowest_rank_wait_seconds = 0;
   // Floors of the schedule's own bytes: no ordering of these ops beats the busiest link of a class.
   LinkFloor nvlink_floor, nic_floor;
   std::vector<std::vector<BatchSpan>> timeline;  // per rank, the total run's batches in order
