@@ -25,6 +25,7 @@ struct BatchFlags {
   // As text (K/M/G suffixes); the defaults are the policy's.
   std::string batch_bytes = size_text(BatchPolicy{}.batch_bytes),
               staging_bytes = size_text(BatchPolicy{}.staging_bytes);
+  bool window_per_stream = false, window_per_rank = false;  // given: the one wins; neither: the policy's
 };
 
 inline void add_batch_flags(CLI::App& cmd, BatchFlags& f) {
@@ -38,9 +39,9 @@ inline void add_batch_flags(CLI::App& cmd, BatchFlags& f) {
   cmd.add_option("--window", f.policy.window,
                  "Batches in flight per rank: the open one and N-1 posted, not yet waited for")
       ->capture_default_str();
-  cmd.add_flag("--window-per-stream,!--window-per-rank", f.policy.per_stream_window,
-               "A window per stream (the default): a stage's batches wait only behind its own stream's; "
-               "--window-per-rank: one window for all of a rank's batches");
+  auto* stream = cmd.add_flag("--window-per-stream", f.window_per_stream,
+                              "A window per stream (the default): a stage's batches wait only behind its own stream's");
+  cmd.add_flag("--window-per-rank", f.window_per_rank, "One window for all of a rank's batches")->excludes(stream);
 }
 
 // The policy the flags give; every bad value goes to `problems`.
@@ -55,6 +56,8 @@ inline BatchPolicy resolve_batch_flags(const BatchFlags& f, Problems& problems) 
   };
   size(f.batch_bytes, "--batch-bytes", p.batch_bytes);
   size(f.staging_bytes, "--staging-bytes", p.staging_bytes);
+  if (f.window_per_stream) p.per_stream_window = true;
+  if (f.window_per_rank) p.per_stream_window = false;
   return p;
 }
 

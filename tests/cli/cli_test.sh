@@ -268,6 +268,12 @@ unknown_names)  # a mistyped command or flag is named, with the closest known on
   [ "$(grep -c 'latency' err.txt)" -eq 1 ] || fail "the latency problem was reported more than once: $(cat err.txt)"
   expect_rc 0 "$RESHARD" simulate plan.json --system cpu-mpi-local
   contains out.txt "one NVLink domain holds every rank"
+  # The window is per stream unless --window-per-rank; both at once is refused, not the last one taken.
+  contains out.txt "window 16 per stream"
+  expect_rc 0 "$RESHARD" simulate plan.json --window-per-rank
+  contains out.txt "window 16 per rank"
+  expect_rc 2 "$RESHARD" simulate plan.json --window-per-stream --window-per-rank
+  contains err.txt "--window-per-stream excludes --window-per-rank"
   ;;
 plots)  # inspect --plot and simulate --timeline write SVGs (issue 19), checked before the work
   expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json
