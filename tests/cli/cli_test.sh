@@ -254,6 +254,7 @@ unknown_names)  # a mistyped command or flag is named, with the closest known on
   contains out.txt "--timeout FLOAT=300"
   expect_rc 0 "$RESHARD" simulate --help
   contains out.txt "--batch-ops INT=64"
+  contains out.txt "--staging-bytes TEXT=512Mi"  # the policy's default, shown as one types it
   # Flags that would do nothing, a plan given as the model, an empty --param, absurd figures.
   expect_rc 2 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" --head-dim 64 --first-stage-layers 3
   contains err.txt "--head-dim does nothing here"
