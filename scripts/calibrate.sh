@@ -12,8 +12,8 @@
 #   8-rank plan also as --fanout direct, results/gpu/window_direct/ipc/*.json, and the CPU MPI runs of
 #   scripts/cpu_waits_bench.sh on the 2-core VM and the device machine's 16-core host,
 #   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them), and the
-#   window-per-stream calls' results/gpu/window_per_stream/{ipc,cpu,defaults/ipc}/*.json: records of format
-#             "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
+#   window-per-stream calls' results/gpu/window_per_stream/{ipc,cpu,defaults/ipc,repeat/run{1,2}}/*.json:
+#             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
 #             own algo, streams, batch caps, staging and window (per stream or not), and cuda-ipc records in their own mode
@@ -154,7 +154,8 @@ fi
                                   results/gpu/bench_19254c7/pull results/gpu/window_direct/ipc
                                   results/cpu_waits results/cpu_waits_h200host
                                   results/gpu/window_per_stream/ipc results/gpu/window_per_stream/cpu
-                                  results/gpu/window_per_stream/defaults/ipc)
+                                  results/gpu/window_per_stream/defaults/ipc
+                                  results/gpu/window_per_stream/repeat/run1 results/gpu/window_per_stream/repeat/run2)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, os, shlex, subprocess, sys
 
