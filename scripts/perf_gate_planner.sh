@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the planner benchmark pinned to one core and gates it against results/baseline/planner.json
-# (scripts/perf_gate: ratios to a reference computation timed in the same run). ~17 s a run, a second
+# (scripts/perf_gate: ratios to a reference computation timed in the same run). ~35 s a run, a second
 # run only when the first fails.
 # The DeepSeek-V3 metadata ships in tests/data (unpacked into the build tree by CMake, whose test sets
 # RESHARD_TEST_MODELS_DIR); absent, the gate fails.
@@ -19,10 +19,21 @@ PIN=()
 if command -v taskset >/dev/null; then PIN=(taskset -c "$(( $(nproc) - 1 ))"); fi
 # A failure must repeat: on the shared dev VM one run in a few reads 10-25 % low on a metric, the
 # commit before a change as often as after it (2026-12-02: 480ca73's binary -18.5 % on
-# planner.load_deepseek_v3 in one of two runs); a regression reads low in both runs.
-for attempt in 1 2; do
-  "${PIN[@]}" "$BENCH" --benchmark_format=json --benchmark_repetitions=5 > "$OUT"
-  echo "perf_gate_planner: run $attempt, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
-  if python3 "$ROOT/scripts/perf_gate" "$ROOT/results/baseline/planner.json" "$OUT" "$@"; then exit 0; fi
-done
-exit 1
+# planner.load_deepseek_v3 in one of two runs; 2026-12-03: 05c30c8's and the next commits' binaries,
+# which share the planner's code, each read -10…-23 % on one metric or another in one run of two, six
+# runs each, interleaved); a regression reads low in both runs. So after a failed run the gate reads
+# the two runs together, each benchmark's fastest of their twenty repetitions (perf_gate's statistic):
+# noise in one run does not fail it, a metric low in both does.
+"${PIN[@]}" "$BENCH" --benchmark_format=json --benchmark_repetitions=10 > "$OUT"
+echo "perf_gate_planner: run 1, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+if python3 "$ROOT/scripts/perf_gate" "$ROOT/results/baseline/planner.json" "$OUT" "$@"; then exit 0; fi
+"${PIN[@]}" "$BENCH" --benchmark_format=json --benchmark_repetitions=10 > "$OUT.2"
+echo "perf_gate_planner: run 2, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?'); runs 1 and 2 together:"
+python3 - "$OUT" "$OUT.2" <<'PY'
+import json, sys
+first, second = (json.load(open(f)) for f in sys.argv[1:3])
+first["benchmarks"] += second["benchmarks"]
+json.dump(first, open(sys.argv[1], "w"), indent=1)
+PY
+rm -f "$OUT.2"
+python3 "$ROOT/scripts/perf_gate" "$ROOT/results/baseline/planner.json" "$OUT" "$@"
