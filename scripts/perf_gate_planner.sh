@@ -23,10 +23,12 @@ if command -v taskset >/dev/null; then PIN=(taskset -c "$(( $(nproc) - 1 ))"); f
 # which share the planner's code, each read -10…-23 % on one metric or another in one run of two, six
 # runs each, interleaved); a regression reads low in both runs. So after a failed run the gate reads
 # the two runs together, each benchmark's fastest of their twenty repetitions (perf_gate's statistic):
-# noise in one run does not fail it, a metric low in both does.
+# noise in one run does not fail it, a metric low in both does. The threshold is 20 % (perf_gate's
+# default is 10): the planner's code unchanged, runs on this VM read down to -17.4 % alone and -13.6 %
+# with both runs together (2026-12-03, 05c30c8's binary and later ones); a later --threshold wins.
 "${PIN[@]}" "$BENCH" --benchmark_format=json --benchmark_repetitions=10 > "$OUT"
 echo "perf_gate_planner: run 1, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
-if python3 "$ROOT/scripts/perf_gate" "$ROOT/results/baseline/planner.json" "$OUT" "$@"; then exit 0; fi
+if python3 "$ROOT/scripts/perf_gate" "$ROOT/results/baseline/planner.json" "$OUT" --threshold 0.20 "$@"; then exit 0; fi
 "${PIN[@]}" "$BENCH" --benchmark_format=json --benchmark_repetitions=10 > "$OUT.2"
 echo "perf_gate_planner: run 2, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?'); runs 1 and 2 together:"
 python3 - "$OUT" "$OUT.2" <<'PY'
@@ -36,4 +38,4 @@ first["benchmarks"] += second["benchmarks"]
 json.dump(first, open(sys.argv[1], "w"), indent=1)
 PY
 rm -f "$OUT.2"
-python3 "$ROOT/scripts/perf_gate" "$ROOT/results/baseline/planner.json" "$OUT" "$@"
+python3 "$ROOT/scripts/perf_gate" "$ROOT/results/baseline/planner.json" "$OUT" --threshold 0.20 "$@"
