@@ -13,13 +13,6 @@
 
 namespace reshard::cli {
 
-// A byte count as a flag's text, in the largest binary unit that divides it: 536870912 -> "512Mi".
-inline std::string size_text(int64_t bytes) {
-  for (const auto& [unit, scale] : {std::pair{"Gi", int64_t{1} << 30}, {"Mi", int64_t{1} << 20}, {"Ki", int64_t{1} << 10}})
-    if (bytes > 0 && bytes % scale == 0) return std::to_string(bytes / scale) + unit;
-  return std::to_string(bytes);
-}
-
 struct BatchFlags {
   BatchPolicy policy;
   // As text (K/M/G suffixes); the defaults are the policy's.

@@ -159,6 +159,7 @@ plan_summary)
   # All 16: 91.40 GiB.
   contains out.txt "memory       7.51 GiB at most a rank (rank 0, train: storages 6.01 GiB, staging 512.00 MiB, landings 0 B"
   contains out.txt "all ranks 91.40 GiB"
+  contains out.txt "at run's default --staging-bytes 512Mi"  # spelled as run --help shows it
   [ -z "$(ls | grep -v -e out.txt -e err.txt)" ] || fail "a file was written without -o"
   expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o p.json --summary
   contains out.txt "fingerprint"

@@ -271,5 +271,53 @@ TEST(Simulate, ARankWaitsForTheLatestPeerToPostTheOp) {
   EXPECT_EQ(w.phases[0].batches, 2);
 }
 
+// Lanes (a window per stream): a rank's own traffic on its other lane is not waiting. Train PP 2, one
+// rank per stage (0: stage 0, 1: stage 1), one gen rank (2); 1 MiB params A1, A2 (stage 0, 0 -> 2) and B1
+// (stage 1, 1 -> 2). Units go round-robin over the stages (schedule.h), so rank 2 posts A1 (stream 0),
+// B1 (stream 1), A2 (stream 0), all ready at t = 0, as ranks 0 and 1 post their sends; on its 1 GB/s
+// receive link (no latency or launch) they are through at T, 2T and 3T (T = 1 MiB / 1 GB/s). A 1 us
+// cost per op (p) makes rank 2 the slowest: its batches take 2p ([A1 A2], then [B1] posted behind)
+// with lanes, 3p ([A1 B1 A2]) with one, so it ends at 3T + 2p or 3T + 3p; ranks 0 and 1 end once
+// their bytes are through on rank 2 (3T, 2T). Every rank posted at once, so no rank waited, with one
+// lane or two. Before the rank's own bytes on its other lane counted, rank 2's [A1 A2] (through at 3T,
+// 2T of its own) read a wait of T.
+TEST(Simulate, LanesDoNotCountTheRanksOwnTrafficAsWaiting) {
+  Plan p;
+  p.system.train.num_gpus = 2;
+  p.system.train.pp = 2;
+  p.system.gen.num_gpus = 1;
+  const int64_t n = 512 * 1024;  // BF16 elements: 1 MiB
+  for (int i = 0; i < 3; ++i) {
+    const int stage = i == 1 ? 1 : 0;
+    ParamPlan param;
+    param.name = i == 1 ? "B1" : i == 0 ? "A1" : "A2";
+    param.shape = Dims{n};
+    param.path = Path::Bulk;
+    param.pp_stage = stage;
+    param.transfer_begin = static_cast<uint64_t>(i);
+    param.transfer_count = 1;
+    param.src.mesh = Mesh{{"dp"}, {1}, {stage}};
+    param.src.placements = {Placement{}};
+    param.dst.mesh = Mesh{{"dp"}, {1}, {2}};
+    param.dst.placements = {Placement{}};
+    param.group = stage;
+    p.params.push_back(param);
+    p.transfers.push_back(Transfer{static_cast<uint32_t>(i), stage, 2, 0, Box{Dims{0}, Dims{n}}, Dims{0}, Dims{0}});
+  }
+  p.groups.push_back(CommGroup{"bulk", 0, {0, 2}});
+  p.groups.push_back(CommGroup{"bulk", 1, {1, 2}});
+  const double t = 1048576 / 1e9;
+  for (const bool lanes : {true, false}) {
+    SystemModel m = model(1, 1, 1);
+    m.nvlink_latency_us = m.nic_latency_us = m.launch_us = 0;
+    m.per_op_us = 1;
+    m.batch.per_stream_window = lanes;
+    const SimResult r = simulate(p, m);
+    EXPECT_NEAR(r.total_seconds, 3 * t + (lanes ? 2e-6 : 3e-6), 1e-12) << "lanes " << lanes;
+    EXPECT_EQ(r.slowest_rank, 2) << "lanes " << lanes;
+    EXPECT_NEAR(r.slowest_rank_wait_seconds, 0, 1e-12) << "lanes " << lanes;
+  }
+}
+
 }  // namespace
 }  // namespace reshard

@@ -58,5 +58,17 @@ TEST(Units, FormatBytes) {
   EXPECT_EQ(format_bytes(3LL << 29), "1.50 GiB");
 }
 
+// The text a size flag shows as its default reads back as the same count.
+TEST(Units, SizeText) {
+  EXPECT_EQ(size_text(512LL << 20), "512Mi");
+  EXPECT_EQ(size_text(1LL << 30), "1Gi");
+  EXPECT_EQ(size_text(3LL << 29), "1536Mi");
+  EXPECT_EQ(size_text(4096), "4Ki");
+  EXPECT_EQ(size_text(4097), "4097");
+  EXPECT_EQ(size_text(0), "0");
+  for (const int64_t b : {int64_t{4097}, int64_t{4096}, int64_t{3} << 29, int64_t{5} << 40})
+    EXPECT_EQ(parse_size(size_text(b)), b) << b;
+}
+
 }  // namespace
 }  // namespace reshard

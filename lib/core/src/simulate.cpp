@@ -137,6 +137,10 @@ struct OpenBatch {
   // Its transport passes by (stream, peer), for the GPU's turns (see run()).
   std::map<std::pair<int, int>, Pass> passes;
   double wait_until = 0;  // when the copies it waits for are done (one device memory, Replayer::copied())
+  // For its wait (flush()): the rank's posted bytes per resource (RankState::posted) before its first op
+  // and after its last, and when the rank's ops posted before its first were through.
+  Bytes4 first_posted{}, last_posted{};
+  double before_through = 0;
 };
 
 struct RankState {
@@ -152,6 +156,10 @@ struct RankState {
   int64_t opened = 0;                     // batches opened so far
   std::array<double, 4> free{};           // per resource: when its last queued bytes are through
   double through = 0;                     // when the bytes of every batch so far are through
+  // Every lane's ops as posted: their bytes per resource (resource()) so far, and when the last of the
+  // ops posted so far is through (flushed or not).
+  Bytes4 posted{};
+  double posted_through = 0;
   // Totals.
   double seconds = 0, fixed_seconds = 0;  // seconds: the end of its last batch; fixed: launch and latency
   double wait_seconds = 0;  // of seconds, waiting on ranks that posted their part of an op later
@@ -523,6 +531,10 @@ class Replayer {
   void post(int rank, const Op& op, const OpCost& c, double ready, size_t message) {
     RankState& s = ranks_[rank];
     OpenBatch& o = s.open_of(op);
+    if (o.ops == 0) {
+      o.first_posted = s.posted;
+      o.before_through = s.posted_through;
+    }
     ++o.ops;
     o.copy_bytes += c.copy_bytes;
     o.pack_bytes += c.pack_bytes;
@@ -545,6 +557,9 @@ class Replayer {
     }
     through_[message] = std::max(through_[message], through);
     o.wire.push_back({ready, timed, message, through});
+    for (int i = 0; i < kResources; ++i) s.posted[resource(i)] += timed[i];
+    s.posted_through = std::max(s.posted_through, through);
+    o.last_posted = s.posted;
     for (int i = 0; i < kResources; ++i) {
       s.total_res[i] += c.res[i];
       if (op.phase == misc_phase_) s.misc_res[i] += c.res[i];
@@ -594,16 +609,17 @@ class Replayer {
     // before its bytes are through on every rank's links (a send completes once its receiver has the
     // bytes, a receive once its sender sent them), and all of its ranks had posted it by now.
     double through = s.start;
-    Bytes4 sum{};
     for (const OpenBatch::Wire& w : o.wire) {
       through = std::max(through, w.through);
-      for (int i = 0; i < kResources; ++i) sum[resource(i)] += w.res[i];
       o.wait_until = std::max(o.wait_until, through_[w.message]);
     }
+    // Its wait is past the rank's own traffic: what the ops posted before its first, on any lane, took,
+    // and the bytes of every op the rank posted from its first op to its last, on any lane (lanes put
+    // batches side by side on one link; with one lane these are the batch's own bytes).
     double wire = through - s.start, alone = 0;
-    for (int i = 0; i < kResources; ++i) alone = std::max(alone, static_cast<double>(sum[i]) / beta_[i]);
-    // Waiting counts only past what the rank's earlier batches, still in flight, already took.
-    const double waited_from = std::max(s.start, s.through);
+    for (int i = 0; i < kResources; ++i)
+      alone = std::max(alone, static_cast<double>(o.last_posted[i] - o.first_posted[i]) / beta_[i]);
+    const double waited_from = std::max({s.start, s.through, o.before_through});
     s.through = std::max(s.through, through);
     s.wait_seconds += std::max(0.0, through - waited_from - alone);
     if (record_) {

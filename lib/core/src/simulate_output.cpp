@@ -146,12 +146,10 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
   line(" %-27s %12.3f\n", "sequential (bulk, then misc)", r.sequential_seconds * 1e3);
   line(" %-27s %12.3f %13d %9lld\n", "total (executor order)", r.total_seconds * 1e3, r.slowest_rank,
        static_cast<long long>(r.slowest_rank_batches));
-  // Each batch's wait is what it took past the rank's batches before it and its own bytes alone; lanes
-  // (a window per stream) put batches on a link side by side, so there each other's bytes count too.
-  const bool lanes = m.batch.per_stream_window && m.batch.streams > 1;
-  line("# rank %d waited %.3f ms of that on ranks that posted their part of an op later%s\n", r.slowest_rank,
-       r.slowest_rank_wait_seconds * 1e3,
-       lanes ? " (at most: with a window per stream, its lanes' batches sharing a link count too)" : "");
+  // Each batch's wait is what it took past the rank's own traffic: the ops it posted before and the bytes
+  // it posted meanwhile, on every lane (Replayer::flush).
+  line("# rank %d waited %.3f ms of that on ranks that posted their part of an op later\n", r.slowest_rank,
+       r.slowest_rank_wait_seconds * 1e3);
   const double floor = std::max(r.nvlink_floor.seconds, r.nic_floor.seconds);
   line("# floors (busiest link of the class, the schedule's bytes): NIC %.3f ms (bulk %.3f, misc %.3f), "
        "NVLink %.3f ms (bulk %.3f, misc %.3f); predicted total is %.2fx the higher\n",

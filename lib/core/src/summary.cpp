@@ -295,7 +295,7 @@ std::string format_summary(const Plan& plan, const PlanStats& st) {
                         format_bytes(m.staging) + ", landings " + format_bytes(m.landings) + ", misc bucket " +
                         format_bytes(m.bucket) + "); all ranks " + format_bytes(all) +
                         ". Host memory with --transport mpi (every rank of a host together), GPU memory with "
-                        "cuda-ipc / nccl; at run's default --staging-bytes " + format_bytes(BatchPolicy{}.staging_bytes));
+                        "cuda-ipc / nccl; at run's default --staging-bytes " + size_text(BatchPolicy{}.staging_bytes));
     }
   }
   for (const std::string& note : after_loading_notes(plan)) row("after load", note);

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <utility>
 
 #include "reshard/core/error.h"
 
@@ -83,6 +84,12 @@ std::string format_bytes(int64_t bytes) {
   else
     std::snprintf(buf, sizeof buf, "%.2f %s", v, kUnits[unit]);
   return buf;
+}
+
+std::string size_text(int64_t bytes) {
+  for (const auto& [unit, scale] : {std::pair{"Gi", int64_t{1} << 30}, {"Mi", int64_t{1} << 20}, {"Ki", int64_t{1} << 10}})
+    if (bytes > 0 && bytes % scale == 0) return std::to_string(bytes / scale) + unit;
+  return std::to_string(bytes);
 }
 
 }  // namespace reshard

@@ -16,5 +16,8 @@ int64_t parse_integer(std::string_view text, const std::string& what, int64_t mi
                       int64_t max = INT64_MAX);
 // "1.50 GiB", "512 B": binary units, three significant decimals at most.
 std::string format_bytes(int64_t bytes);
+// A byte count as a size flag's text (parse_size reads it back), in the largest binary unit that
+// divides it: 536870912 -> "512Mi", 4097 -> "4097".
+std::string size_text(int64_t bytes);
 
 }  // namespace reshard
