@@ -11,7 +11,8 @@
 #   results/gpu/bench_19254c7/{,config2_push/,pull/}gpu_runs.json, and the window runs with the
 #   8-rank plan also as --fanout direct, results/gpu/window_direct/ipc/*.json, and the CPU MPI runs of
 #   scripts/cpu_waits_bench.sh on the 2-core VM and the device machine's 16-core host,
-#   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them), and the
+#   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them, and its
+#   broadcast fan rate, or where it predates that measurement a fan.json beside them), and the
 #   window-per-stream calls' results/gpu/window_per_stream/{ipc,cpu,defaults/ipc,repeat/run{1,2}}/*.json:
 #             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
@@ -119,6 +120,21 @@ int main(int argc, char** argv) {
     }
     MPI_Waitall(int(rs.size()), rs.data(), MPI_STATUSES_IGNORE);
   });
+  // Rank 0 sends one whole message to each of ranks 1..k at once, as libnbc's broadcast root and
+  // relays post theirs: without single copy the first takes one pair's time and each further one
+  // adds the sender's copy-in (simulate --fan-gbps = (k - 1) x size / (t_k - t_1); 11.3 GB/s on the
+  // device host, results/gpu/bcast_probe/).
+  const int fan_k = std::min(8, size - 1);
+  auto root_sends = [&](int k) {
+    return timed([&] {
+      std::vector<MPI_Request> rs;
+      if (rank == 0)
+        for (int j = 1; j <= k; ++j) { rs.emplace_back(); MPI_Isend(a.data(), int(n), MPI_BYTE, j, 2, MPI_COMM_WORLD, &rs.back()); }
+      else if (rank <= k) { rs.emplace_back(); MPI_Irecv(b.data(), int(n), MPI_BYTE, 0, 2, MPI_COMM_WORLD, &rs.back()); }
+      MPI_Waitall(int(rs.size()), rs.data(), MPI_STATUSES_IGNORE);
+    });
+  };
+  const double ts1 = root_sends(1), tsk = fan_k > 1 ? root_sends(fan_k) : ts1;
   MPI_Comm g;
   MPI_Comm_split(MPI_COMM_WORLD, (rank == 0 || rank >= half) ? 0 : MPI_UNDEFINED, rank, &g);
   const double tb = timed([&] {
@@ -130,9 +146,11 @@ int main(int argc, char** argv) {
   if (rank == 0)
     printf("{\"ranks\": %d, \"memcpy_one_rank_gbps\": %.3f, \"memcpy_all_ranks_aggregate_gbps\": %.3f, "
            "\"p2p_one_pair_gbps\": %.3f, \"p2p_all_pairs_aggregate_gbps\": %.3f, "
-           "\"p2p_half_to_half_aggregate_gbps\": %.3f, \"ibcast_256MiB_to_%d_ms\": %.3f}\n",
+           "\"p2p_half_to_half_aggregate_gbps\": %.3f, \"ibcast_256MiB_to_%d_ms\": %.3f, "
+           "\"root_sends_1_ms\": %.3f, \"root_sends_%d_ms\": %.3f, \"fan_gbps\": %.3f}\n",
            size, gb / t1, size * gb / tall, gb / tpair, half * gb / tp2p, half * double(part * half) / 1e9 / tmany,
-           size - half, tb * 1e3);
+           size - half, tb * 1e3, ts1 * 1e3, fan_k, tsk * 1e3,
+           fan_k > 1 && tsk > ts1 ? (fan_k - 1) * gb / (tsk - ts1) : 0.0);
   if (g != MPI_COMM_NULL) MPI_Comm_free(&g);
   MPI_Finalize();
 }
@@ -249,7 +267,16 @@ def host_flags(f, rec):
     # Without single copy the sender copies too (copy-in/copy-out). A host file without the field (from
     # before it was recorded, none of them a calibration input now) counts as single copy.
     none = h.get("single_copy_mechanism", "cma") == "none"
-    return ["--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
+    # The broadcast's fan rate: the host file's (measured with it), else fan.json beside the records (the
+    # device host's, measured in a later call by scripts/bcast_probe.cpp); without either, not modelled.
+    fan = h.get("fan_gbps")
+    if not fan:
+        try:
+            fan = json.load(open(os.path.join(os.path.dirname(f), "fan.json")))["fan_gbps"]
+        except (OSError, ValueError, KeyError):
+            fan = 0
+    return (["--fan-gbps", "%.3f" % fan] if fan else []) + [
+            "--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
             "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
             "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / many)] + (["--sender-copies"] if none else [])
 

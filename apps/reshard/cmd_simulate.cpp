@@ -24,7 +24,7 @@ struct SimulateArgs {
   std::string plan, system = "h100-nvl8-ib400";
   std::string gpus_per_node, nvlink_gbps, nic_gbps, latency_us, nvlink_latency_us, nic_latency_us, launch_us,
       per_op_us, copy_gbps, shared_copy_gbps, wire_copies,
-      per_copy_us, per_launch_us, switch_us, slice_us, algo, ipc_mode = "push";
+      per_copy_us, per_launch_us, switch_us, slice_us, fan_gbps, algo, ipc_mode = "push";
   BatchFlags batch;
   std::string timeline;
   bool json = false, force = false, sender_copies = false;
@@ -82,6 +82,7 @@ int run_simulate(const SimulateArgs& a) {
   real(a.per_launch_us, "--per-launch-us", m.per_launch_us);
   real(a.switch_us, "--switch-us", m.switch_us);
   real(a.slice_us, "--slice-us", m.slice_us);
+  real(a.fan_gbps, "--fan-gbps", m.fan_gbps);
   if (a.sender_copies) m.sender_copies = true;
   if (a.algo == "golden") m.algo = Algo::Golden;
   else if (!a.algo.empty() && a.algo != "reshard")
@@ -153,6 +154,11 @@ void add_simulate_command(CLI::App& app, Action& action) {
                 "The transport has no single copy (Open MPI shared memory with btl_vader_single_copy_mechanism "
                 "none: copy-in/copy-out): a rank's sends and receives share its link rate, and its transfers "
                 "stand still while it packs");
+  cmd->add_option("--fan-gbps", args->fan_gbps,
+                  "MPI broadcasts (cpu-mpi-local) as libnbc runs them: a rank's sends of one broadcast at once "
+                  "take the link's time for the first and bytes / this rate for each further one, and a binomial "
+                  "member forwards once it holds the whole message (scripts/calibrate.sh --measure-host measures "
+                  "it; 0: off), GB/s");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->add_option("--timeline", args->timeline,
                   "Also write an SVG timeline of the predicted batches per rank (waiting and moving)");

@@ -276,6 +276,11 @@ unknown_names)  # a mistyped command or flag is named, with the closest known on
   contains out.txt "window 16 per rank"
   expect_rc 2 "$RESHARD" simulate plan.json --window-per-stream --window-per-rank
   contains err.txt "--window-per-stream excludes --window-per-rank"
+  # The broadcast fan rate is echoed in the header; a bad one is named.
+  expect_rc 0 "$RESHARD" simulate plan.json --system cpu-mpi-local --fan-gbps 11.29
+  contains out.txt "broadcast sends at once: the first at the link's rate, each further one 11.29 GB/s"
+  expect_rc 2 "$RESHARD" simulate plan.json --fan-gbps fast
+  contains err.txt "--fan-gbps: expected a non-negative number, got 'fast'"
   ;;
 plots)  # inspect --plot and simulate --timeline write SVGs (issue 19), checked before the work
   expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json

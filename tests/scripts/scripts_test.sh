@@ -74,6 +74,28 @@ PY
     python3 scripts/perf_gate "$T/b.json" "$T/b.json" >"$T/g" 2>&1 || fail "the gate failed on itself: $(cat "$T/g")"
     grep -q "load_deepseek_v3" "$T/g" || fail "the timed entry was not compared: $(cat "$T/g")"
     ;;
+  measure_host)  # calibrate.sh --measure-host 4: every rate, the fan rate among them, as calibrate reads them
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    bash scripts/calibrate.sh --measure-host 4 >"$T/h.json" 2>"$T/err" || fail "measure-host exited $?: $(cat "$T/err")"
+    python3 - "$T/h.json" <<'PY' || fail "bad host file: $(cat "$T/h.json")"
+import json, sys
+h = json.load(open(sys.argv[1]))
+assert h["ranks"] == 4
+for k in ("memcpy_one_rank_gbps", "memcpy_all_ranks_aggregate_gbps", "p2p_one_pair_gbps",
+          "p2p_half_to_half_aggregate_gbps", "root_sends_1_ms", "root_sends_3_ms", "fan_gbps"):
+    assert h[k] > 0, k
+assert h["root_sends_3_ms"] > h["root_sends_1_ms"]  # three whole messages take longer than one
+PY
+    ;;
+  bcast_probe)  # scripts/bcast_probe.cpp builds and prints every measurement at 4 ranks, 1 MiB
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    mpicxx -O2 -std=c++17 scripts/bcast_probe.cpp -o "$T/bp" || fail "mpicxx exited $?"
+    mpirun --oversubscribe -np 4 "$T/bp" 1 >"$T/out" 2>"$T/err" || fail "the probe exited $?: $(cat "$T/err")"
+    for what in ibcast two_ibcasts_all root_sends_k pairs_k relay_2hops memcpy_one; do
+      grep -q "\"what\": \"$what\"" "$T/out" || fail "no $what line: $(cat "$T/out")"
+    done
+    python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$T/out" || fail "not JSON lines"
+    ;;
   *) fail "unknown case $CASE" ;;
 esac
 echo "ok: $CASE"

@@ -68,6 +68,7 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
   time_us(m.per_launch_us, "--per-launch-us");
   time_us(m.switch_us, "--switch-us");
   time_us(m.slice_us, "--slice-us");
+  rate(m.fan_gbps, "--fan-gbps", true);
   m.batch.validate(problems);  // the executor's bounds (batch_policy.h)
 }
 
@@ -94,6 +95,14 @@ struct OpCost {
   bool pulls = false;      // the transport copies for this op on this rank (wire copy, box pull or push)
   int64_t pass_bytes = 0;  // of copy_bytes, the transport's copies (made in passes)
   int64_t pack_bytes = 0, unpack_bytes = 0;  // of copy_bytes, the executor's packs and unpacks (serial_packs)
+  // A binomial or linear MPI broadcast with SystemModel::fan_gbps: each member's part is timed on its
+  // own (MPI completes a member's Ibcast once it holds the message and its own sends are through, not
+  // when the whole tree is). `tree_parent`: the part it receives from (-1: the root). Set as posted
+  // (parents first): `hold`, when it holds the whole message (its parent's sends through, and its own
+  // receive); `done`, when its own sends are through too.
+  bool tree = false;
+  int tree_parent = -1;
+  double hold = 0, done = 0;
 };
 
 // The local side of an op on one rank: its pieces (copies between the wire and the storages), their
@@ -128,6 +137,7 @@ struct OpenBatch {
     Bytes4 res;       // its bytes on this rank's resources
     size_t message;   // its index in OpLists::messages
     double through;   // when its bytes are through this rank's resources
+    bool coupled;     // done on no rank before it is through on all (every op but a tree's part)
   };
   std::vector<Wire> wire;  // per op
   double latency = 0;
@@ -284,7 +294,19 @@ class Replayer {
           s.start += pack;
           ready = std::max(ready, s.start);
         }
-      for (size_t k = 0; k < parts.size(); ++k) post(parts[k].first, *parts[k].second, costs[k], ready, message_index);
+      if (costs.front().tree) {
+        // Each member receives once it and its parent have posted the op and the parent holds the
+        // message (parents come before their children: a tree's parts are in virtual-rank order).
+        for (size_t k : tree_order(costs)) {
+          const double posted = ranks_[parts[k].first].start;
+          const int p = costs[k].tree_parent;
+          const double from = p < 0 ? posted : std::max(costs[static_cast<size_t>(p)].hold, posted);
+          costs[k].hold = p < 0 ? posted : costs[static_cast<size_t>(p)].done;  // post() adds its own receive
+          post(parts[k].first, *parts[k].second, costs[k], from, message_index);
+        }
+      } else {
+        for (size_t k = 0; k < parts.size(); ++k) post(parts[k].first, *parts[k].second, costs[k], ready, message_index);
+      }
       copied(parts, costs, ready);
     }
     for (RankState& s : ranks_) {
@@ -294,6 +316,15 @@ class Replayer {
   }
 
   const std::vector<RankState>& ranks() const { return ranks_; }
+  // A tree's parts, every parent before its children.
+  static std::vector<size_t> tree_order(const std::vector<OpCost>& costs) {
+    std::vector<size_t> order, depth(costs.size(), 0);
+    for (size_t k = 0; k < costs.size(); ++k)
+      for (int p = costs[k].tree_parent; p >= 0; p = costs[static_cast<size_t>(p)].tree_parent) ++depth[k];
+    for (size_t k = 0; k < costs.size(); ++k) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return depth[a] < depth[b]; });
+    return order;
+  }
   // The rank's resource that times bytes of resource i: without single copy (sender_copies) a link
   // class's send resource takes both directions.
   int resource(int i) const { return sender_copies_ ? (i & ~1) : i; }
@@ -452,6 +483,26 @@ class Replayer {
     const auto root_it = std::lower_bound(members.begin(), members.end(), root);
     const int tail = members[(static_cast<size_t>(root_it - members.begin()) + n - 1) % n];
     const double lat = latency(nic) * (linear ? 1.0 : std::ceil(std::log2(static_cast<double>(n))));
+    // With fan_gbps: k sends at once take the link's time for the first and b / fan for each further
+    // one; on the rank's send resource as the bytes that take that long at the link's rate.
+    const double link = beta_[res_index(false, true)];
+    const bool fan = m_.fan_gbps > 0 && !nic;
+    auto fan_seconds = [&](int64_t k) {
+      return k == 0 ? 0.0 : static_cast<double>(b) * (1 / link + static_cast<double>(k - 1) / (m_.fan_gbps * 1e9));
+    };
+    auto sent = [&](int64_t k) { return fan ? static_cast<int64_t>(std::llround(fan_seconds(k) * link)) : b * k; };
+    // A binomial tree's virtual ranks (libnbc: the root is 0): u's children are u + s for each power of
+    // two s > u with u + s < n; u's parent is u less its highest bit.
+    auto children = [n](size_t u) {
+      int64_t c = 0;
+      for (size_t step = 1; step < n; step <<= 1)
+        if (u < step && u + step < n) ++c;
+      return c;
+    };
+    // The part (index into parts) of each member, -1 for one without the op.
+    std::vector<int> part_of(n, -1);
+    for (size_t i = 0, j = 0; i < n; ++i)
+      if (j < parts.size() && parts[j].first == members[i]) part_of[i] = static_cast<int>(j++);
     size_t k = 0;
     for (size_t i = 0; i < n; ++i) {
       const int r = members[i];
@@ -459,18 +510,28 @@ class Replayer {
       OpCost& op = costs[k++];
       const Pieces& local = locals[i];
       if (linear) {
-        if (r == root) op.res[res_index(false, true)] = b * static_cast<int64_t>(n - 1);
+        if (r == root) op.res[res_index(false, true)] = sent(static_cast<int64_t>(n - 1));
         else if (!(boxed && local.count == 0)) op.res[res_index(false, false)] = b;
+        if (fan) {
+          op.tree = true;
+          if (r != root) op.tree_parent = part_of[static_cast<size_t>(root_it - members.begin())];
+        }
       } else if (binomial) {
         // libnbc's virtual rank: the root and group rank 0 swap places.
         const size_t root_g = static_cast<size_t>(root_it - members.begin());
         const size_t v = i == root_g ? 0 : i == 0 ? root_g : i;
-        int64_t children = 0;
-        for (size_t step = 1; step < n; step <<= 1)
-          if (v < step && v + step < n) ++children;
+        const int64_t kids = children(v);
         if (v != 0) op.res[res_index(false, false)] = b;
-        op.res[res_index(false, true)] = b * children;
-        op.relay = static_cast<double>(std::popcount(v)) * static_cast<double>(b) / beta_[res_index(false, false)];
+        op.res[res_index(false, true)] = sent(kids);
+        if (fan) {
+          op.tree = true;
+          if (v != 0) {
+            const size_t parent = v & ~std::bit_floor(v);
+            op.tree_parent = part_of[parent == 0 ? root_g : parent == root_g ? 0 : parent];  // group index
+          }
+        } else {
+          op.relay = static_cast<double>(std::popcount(v)) * static_cast<double>(b) / beta_[res_index(false, false)];
+        }
       } else if (!nic) {
         if (r != root) op.res[res_index(false, false)] = b;
         if (r != tail) op.res[res_index(false, true)] = b;
@@ -528,7 +589,7 @@ class Replayer {
     }
   }
 
-  void post(int rank, const Op& op, const OpCost& c, double ready, size_t message) {
+  void post(int rank, const Op& op, OpCost& c, double ready, size_t message) {
     RankState& s = ranks_[rank];
     OpenBatch& o = s.open_of(op);
     if (o.ops == 0) {
@@ -549,14 +610,29 @@ class Replayer {
     // Each resource takes the rank's ops in the order they are posted, none before all its ranks had
     // posted it, behind what the rank's earlier ops still move on it.
     double through = ready;  // an op without bytes on this rank's links is through once posted
-    for (int i = 0; i < kResources; ++i) {
-      if (timed[i] == 0) continue;
-      const int j = resource(i);
-      s.free[j] = std::max(s.free[j], ready) + static_cast<double>(timed[i]) / beta_[i];
-      through = std::max(through, s.free[j]);
+    if (c.tree) {
+      // A tree's member: its receive from `ready`, its sends once it holds the message.
+      for (int i : {1, 3, 0, 2}) {
+        if (timed[i] == 0) continue;
+        const int j = resource(i);
+        const bool sends = i % 2 == 0;
+        if (sends) c.hold = std::max(c.hold, through);
+        s.free[j] = std::max(s.free[j], sends ? c.hold : ready) + static_cast<double>(timed[i]) / beta_[i];
+        through = std::max(through, s.free[j]);
+      }
+      c.hold = std::max(c.hold, ready);
+      c.done = std::max(c.hold, through);
+      o.wait_until = std::max(o.wait_until, c.done);
+    } else {
+      for (int i = 0; i < kResources; ++i) {
+        if (timed[i] == 0) continue;
+        const int j = resource(i);
+        s.free[j] = std::max(s.free[j], ready) + static_cast<double>(timed[i]) / beta_[i];
+        through = std::max(through, s.free[j]);
+      }
     }
     through_[message] = std::max(through_[message], through);
-    o.wire.push_back({ready, timed, message, through});
+    o.wire.push_back({ready, timed, message, through, !c.tree});
     for (int i = 0; i < kResources; ++i) s.posted[resource(i)] += timed[i];
     s.posted_through = std::max(s.posted_through, through);
     o.last_posted = s.posted;
@@ -611,7 +687,7 @@ class Replayer {
     double through = s.start;
     for (const OpenBatch::Wire& w : o.wire) {
       through = std::max(through, w.through);
-      o.wait_until = std::max(o.wait_until, through_[w.message]);
+      if (w.coupled) o.wait_until = std::max(o.wait_until, through_[w.message]);
     }
     // Its wait is past the rank's own traffic: what the ops posted before its first, on any lane, took,
     // and the bytes of every op the rank posted from its first op to its last, on any lane (lanes put

@@ -63,6 +63,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"slice_us", m.slice_us},
         {"linear_broadcast_max", m.linear_broadcast_max},
         {"binomial_broadcast_min", m.binomial_broadcast_min},
+        {"fan_gbps", m.fan_gbps},
         {"streams", m.batch.streams},
         {"batch_ops", m.batch.batch_ops},
         {"batch_bytes", m.batch.batch_bytes},
@@ -129,6 +130,10 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
   if (m.sender_copies)
     line("#  no single copy: each rank's sends and receives share its link, and its transfers stand still while it "
          "packs\n");
+  if (m.fan_gbps > 0)
+    line("#  broadcast sends at once: the first at the link's rate, each further one %.2f GB/s; a binomial member "
+         "forwards once it holds the whole message\n",
+         m.fan_gbps);
   if (m.serial_issue && m.switch_us > 0 && m.slice_us > 0)
     line("#  context switch %.2f us, %.1f us time slice: the transport passes take turns on the GPU where two "
          "or more ranks of a domain launch copies\n",

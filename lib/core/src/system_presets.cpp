@@ -34,6 +34,8 @@ SystemModel cpu_mpi_local() {
   m.wire_copies = 1.74;
   m.linear_broadcast_max = 4;
   m.binomial_broadcast_min = 5;  // Open MPI 4.1 libnbc: binomial above 4 members (nbc_ibcast.c)
+  // fan_gbps stays 0 (broadcasts as before): not measured on the VM, whose CMA single copy makes the
+  // receivers copy; scripts/calibrate.sh passes each host's measured rate (--measure-host: fan_gbps).
   // The executor packs a strided box into staging right before posting its send and unpacks after the
   // wait, on the rank's thread (executor.cpp: run_ops, retire_oldest; host memory copies synchronously).
   m.serial_packs = true;

@@ -27,7 +27,9 @@
 //   Groups of at least binomial_broadcast_min members inside a domain broadcast by a binomial tree of
 //   whole messages instead (Open MPI 4.1's MPI_Ibcast above 4 members): member v (counted from the
 //   root) receives the bytes once from v minus its highest bit and sends them to each v + 2^r with
-//   2^r > v, so it has them after popcount(v) hops of bytes / link, store and forward.
+//   2^r > v, so it has them after popcount(v) hops of bytes / link, store and forward. With
+//   fan_gbps (below) each hop is timed as MPI runs it: the member's part moves once it and its parent
+//   have posted and the parent holds the bytes, and is done once its own sends are through.
 // - Copies (copy_gbps > 0; the host-staging and shared-device presets): what the executor copies in
 //   memory besides the wire: the sender's pack of a strided box into staging, the transport's wire
 //   copies (wire_copies per received byte), the receiver's unpack, each at copy_gbps on its rank.
@@ -122,6 +124,13 @@ struct SystemModel {
   double slice_us = 0;
   int64_t linear_broadcast_max = 0;  // groups up to this size broadcast linearly (root -> each member)
   int64_t binomial_broadcast_min = 0;  // > 0: groups this large (and above linear) use a binomial tree
+  // > 0: a rank's sends of one broadcast all at once, as libnbc posts them (nbc_ibcast.c: a linear
+  // root's, a binomial member's to its children once it holds the whole message), take one pair's
+  // link time for the first and b / fan_gbps for each further one (copy-in/copy-out: the receivers
+  // copy out side by side, the sender's copy-ins of the others add); and a binomial member holds the
+  // message only once its parent's sends are through. Measured by scripts/calibrate.sh --measure-host
+  // (root_sends_*). 0: each send at the link's rate, from the broadcast's start.
+  double fan_gbps = 0;
   BatchPolicy batch;  // the executor's knobs: the same defaults, bounds and message cap as `run`
   Algo algo = Algo::Reshard;
 };

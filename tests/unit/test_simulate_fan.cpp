@@ -1,0 +1,94 @@
+// MPI broadcasts as libnbc runs them (SystemModel::fan_gbps): a rank's sends of one broadcast at once
+// take the link's time for the first and bytes / fan_gbps for each further one, a binomial member
+// forwards once it holds the whole message, and each member's part is done on its own. Worked by hand
+// from Open MPI 4.1's nbc_ibcast.c (bcast_sched_binomial: a virtual rank receives from its parent,
+// then sends to all its children at once) on one misc bucket over 8 ranks (1 train + 7 gen).
+#include <gtest/gtest.h>
+
+#include "reshard/core/planner.h"
+#include "reshard/core/simulate.h"
+#include "test_support.h"
+
+namespace reshard {
+namespace {
+
+// One misc tensor of 16 KiB (the message cap's floor is 4 KiB) over 1 train + `gen` gen ranks.
+Plan bucket_over(int gen) {
+  ModelMeta model;
+  model.name = "sim-fan";
+  model.tensors.push_back({"model.norm.weight", Dims{8192}, DType::BF16});
+  return plan_reshard(model, test::system_of(1, 1, 1, 1, gen, 1), PlanOptions{});
+}
+
+// Links at 1 GB/s full duplex (single copy), no copies, latency or per-op costs; binomial above 4.
+SystemModel libnbc(double fan_gbps) {
+  SystemModel m;
+  m.name = "fan-test";
+  m.gpus_per_node = 1 << 20;
+  m.nvlink_gbps = m.nic_gbps = 1;
+  m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
+  m.linear_broadcast_max = 4;
+  m.binomial_broadcast_min = 5;
+  m.fan_gbps = fan_gbps;
+  return m;
+}
+
+// u = bucket / 1 GB/s. k sends at once take T(k) = u + (k - 1) u / 2 at fan 2 GB/s: T(1) = u,
+// T(2) = 1.5u, T(3) = 2u. Children: v0 -> 1, 2, 4; v1 -> 3, 5; v2 -> 6; v3 -> 7. Held at: v1, v2, v4
+// 2u; v3, v5 3.5u; v6 3u; v7 4.5u (v0 -> v1 -> v3 -> v7). The root's link carries T(3) worth: 2 buckets.
+// Without the fan rate the old model stands: the root sends 3 buckets from the start, 3u.
+TEST(SimulateFan, BinomialMembersForwardOnceTheyHoldTheMessage) {
+  const Plan p = bucket_over(7);
+  ASSERT_EQ(p.buckets.size(), 1u);
+  ASSERT_EQ(p.groups[p.buckets[0].group].ranks.size(), 8u);
+  const int64_t b = p.buckets[0].bytes;
+  const double u = static_cast<double>(b) / 1e9;
+  const SimResult r = simulate(p, libnbc(2));
+  EXPECT_NEAR(r.misc_seconds, 4.5 * u, 1e-12);
+  EXPECT_EQ(r.busiest_link_bytes, 2 * b);
+  const SimResult old = simulate(p, libnbc(0));
+  EXPECT_NEAR(old.misc_seconds, 3 * u, 1e-12);
+  EXPECT_EQ(old.busiest_link_bytes, 3 * b);
+}
+
+// The same bucket in two messages of b/2 (--batch-bytes b/2), each batch waited for (window 1): a
+// member posts the second once its own part of the first is done, not the whole tree. With u' = u/2,
+// message 1 is done at v0 u, v1 1.75u, v2 1.5u, v3 2.25u, v4 u, v5 1.75u, v6 1.5u, v7 2.25u. Message 2:
+// the root holds it at u (when it posts) and its sends end at 2u; v1 posts at 1.75u, receives u' from
+// its parent's hold (u) on but no earlier than it posted: 2.25u, holds at max(2u, 2.25u) = 2.25u, its
+// sends (1.5u') end at 3u; v3 posts at 2.25u, receives 2.25u..2.75u, holds at 3u (v1's sends), sends
+// to v7 until 3.5u; v7 posts at 2.25u, receives from v3's hold (3u) to 3.5u: the walk ends at 3.5u,
+// where whole trees one after the other would take 2 x 2.25u.
+TEST(SimulateFan, ConsecutiveBroadcastsOverlapAcrossTheTree) {
+  const Plan p = bucket_over(7);
+  const int64_t b = p.buckets[0].bytes;
+  ASSERT_EQ(b % 2, 0);
+  const double u = static_cast<double>(b) / 1e9;
+  SystemModel m = libnbc(2);
+  m.batch.window = 1;
+  m.batch.batch_bytes = b / 2;
+  m.batch.staging_bytes = b;
+  const SimResult r = simulate(p, m);
+  EXPECT_NEAR(r.misc_seconds, 3.5 * u, 1e-12);
+}
+
+// Linear (at most 4 members): the root's 3 sends at once take T(3) = 2u; every member holds the
+// bucket then.
+TEST(SimulateFan, LinearRootSendsAtTheFanRate) {
+  const Plan p = bucket_over(3);
+  ASSERT_EQ(p.groups[p.buckets[0].group].ranks.size(), 4u);
+  const double u = static_cast<double>(p.buckets[0].bytes) / 1e9;
+  EXPECT_NEAR(simulate(p, libnbc(2)).misc_seconds, 2 * u, 1e-12);
+  EXPECT_NEAR(simulate(p, libnbc(0)).misc_seconds, 3 * u, 1e-12);
+}
+
+TEST(SimulateFan, ANegativeRateIsRefused) {
+  SystemModel m = libnbc(-1);
+  Problems problems;
+  validate_system_model(m, problems);
+  ASSERT_EQ(problems.list().size(), 1u);
+  EXPECT_NE(problems.list()[0].find("--fan-gbps"), std::string::npos) << problems.list()[0];
+}
+
+}  // namespace
+}  // namespace reshard
