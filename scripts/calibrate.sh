@@ -13,7 +13,8 @@
 #   scripts/cpu_waits_bench.sh on the 2-core VM and the device machine's 16-core host,
 #   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them, and its
 #   broadcast fan rate, or where it predates that measurement a fan.json beside them), and the
-#   window-per-stream calls' results/gpu/window_per_stream/{ipc,cpu,defaults/ipc,repeat/run{1,2}}/*.json:
+#   window-per-stream calls' results/gpu/window_per_stream/{ipc,cpu,defaults/ipc,repeat/run{1,2}}/*.json,
+#   and the device host's CPU set measured with its fan rate, results/gpu/fan_check/cpu/*.json:
 #             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -173,7 +174,8 @@ fi
                                   results/cpu_waits results/cpu_waits_h200host
                                   results/gpu/window_per_stream/ipc results/gpu/window_per_stream/cpu
                                   results/gpu/window_per_stream/defaults/ipc
-                                  results/gpu/window_per_stream/repeat/run1 results/gpu/window_per_stream/repeat/run2)
+                                  results/gpu/window_per_stream/repeat/run1 results/gpu/window_per_stream/repeat/run2
+                                  results/gpu/fan_check/cpu)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, os, shlex, subprocess, sys
 
