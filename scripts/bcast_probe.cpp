@@ -8,21 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+#include "mpi_median_time.h"
 int rank, size;
-template <class F> double timed(F f, int reps = 5) {
-  std::vector<double> ts;
-  for (int r = 0; r < reps; ++r) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    f();
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t = MPI_Wtime() - t0;
-    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    ts.push_back(t);
-  }
-  std::sort(ts.begin(), ts.end());
-  return ts[ts.size() / 2];
-}
+template <class F> double timed(F f) { return median_time(f, 5); }
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

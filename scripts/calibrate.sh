@@ -60,6 +60,7 @@ if [ -n "${MEASURE_HOST:-}" ]; then
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+#include "mpi_median_time.h"
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -68,22 +69,7 @@ int main(int argc, char** argv) {
   const size_t n = size_t(256) << 20;
   const int reps = 7;
   std::vector<char> a(n, 1), b(n, 2);
-  // Median of reps (barrier, f, barrier; max over ranks): the runs it predicts report mean times, so
-  // their rates are typical ones, not the best.
-  auto timed = [&](auto f) {
-    std::vector<double> ts;
-    for (int r = 0; r < reps; ++r) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      const double t0 = MPI_Wtime();
-      f();
-      MPI_Barrier(MPI_COMM_WORLD);
-      double t = MPI_Wtime() - t0;
-      MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      ts.push_back(t);
-    }
-    std::sort(ts.begin(), ts.end());
-    return ts[ts.size() / 2];
-  };
+  auto timed = [&](auto f) { return median_time(f, reps); };  // scripts/mpi_median_time.h
   const double gb = double(n) / 1e9;
   const int half = size / 2;
   // In 4 MiB chunks, as the transports copy (pieces, MPI fragments): one 256 MiB memcpy is above glibc's
@@ -156,7 +142,7 @@ int main(int argc, char** argv) {
   MPI_Finalize();
 }
 CPP
-  mpicxx -O2 -std=c++17 "$TMP/host_copy_bench.cpp" -o "$TMP/host_copy_bench"
+  mpicxx -O2 -std=c++17 -I scripts "$TMP/host_copy_bench.cpp" -o "$TMP/host_copy_bench"
   # Open MPI's shared-memory single copy (cma, xpmem, or none: copy-in/copy-out, where the sender copies
   # too; simulate --sender-copies), as this environment sets it.
   mech=$(ompi_info --param btl vader --level 9 --parsable 2>/dev/null |
