@@ -148,7 +148,7 @@ CPP
   mech=$(ompi_info --param btl vader --level 9 --parsable 2>/dev/null |
          sed -n 's/^mca:btl:vader:param:btl_vader_single_copy_mechanism:value://p' | head -1)
   out=$(mpirun --oversubscribe -np "$MEASURE_HOST" "$TMP/host_copy_bench")
-  echo "${out%\}}, \"single_copy_mechanism\": \"${mech:-unknown}\"}"
+  echo "${out%\}}, \"single_copy_mechanism\": \"${mech:-unknown}\", \"cores\": $(nproc)}"
   exit 0
 fi
 [ ${#INPUTS[@]} -gt 0 ] || INPUTS=(results results/gpu results/gpu/mps results/gpu/extra/mps_stress
@@ -163,7 +163,7 @@ fi
                                   results/gpu/window_per_stream/repeat/run1 results/gpu/window_per_stream/repeat/run2
                                   results/gpu/fan_check/cpu)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
-import glob, json, os, shlex, subprocess, sys
+import glob, json, os, re, shlex, subprocess, sys
 
 reshard, system, json_out, cache, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 extra = shlex.split(os.environ.get("RESHARD_SIMULATE_FLAGS", ""))
@@ -263,7 +263,16 @@ def host_flags(f, rec):
             fan = json.load(open(os.path.join(os.path.dirname(f), "fan.json")))["fan_gbps"]
         except (OSError, ValueError, KeyError):
             fan = 0
-    return (["--fan-gbps", "%.3f" % fan] if fan else []) + [
+    # Without single copy, the host's cores (simulate --host-cores): the host file's, else the machine
+    # line of the cpu_waits.log beside it ("# machine: 16 cores, ...": host files before 2026-12-04).
+    cores = h.get("cores")
+    if none and not cores:
+        try:
+            m = re.search(r"^# machine: (\d+) cores", open(os.path.join(os.path.dirname(f), "cpu_waits.log")).read(), re.M)
+            cores = int(m.group(1)) if m else None
+        except OSError:
+            cores = None
+    return (["--fan-gbps", "%.3f" % fan] if fan else []) + (["--host-cores", str(cores)] if none and cores else []) + [
             "--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
             "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
             "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / many)] + (["--sender-copies"] if none else [])

@@ -24,7 +24,7 @@ struct SimulateArgs {
   std::string plan, system = "h100-nvl8-ib400";
   std::string gpus_per_node, nvlink_gbps, nic_gbps, latency_us, nvlink_latency_us, nic_latency_us, launch_us,
       per_op_us, copy_gbps, shared_copy_gbps, wire_copies,
-      per_copy_us, per_launch_us, switch_us, slice_us, fan_gbps, algo, ipc_mode = "push";
+      per_copy_us, per_launch_us, switch_us, slice_us, fan_gbps, host_cores, algo, ipc_mode = "push";
   BatchFlags batch;
   std::string timeline;
   bool json = false, force = false, sender_copies = false;
@@ -84,6 +84,7 @@ int run_simulate(const SimulateArgs& a) {
   real(a.slice_us, "--slice-us", m.slice_us);
   real(a.fan_gbps, "--fan-gbps", m.fan_gbps);
   if (a.sender_copies) m.sender_copies = true;
+  integer(a.host_cores, "--host-cores", m.host_cores, 0, INT64_MAX);
   if (a.algo == "golden") m.algo = Algo::Golden;
   else if (!a.algo.empty() && a.algo != "reshard")
     problems.add("--algo: expected reshard or golden, got '" + a.algo + "'");
@@ -159,6 +160,11 @@ void add_simulate_command(CLI::App& app, Action& action) {
                   "take the link's time for the first and bytes / this rate for each further one, and a binomial "
                   "member forwards once it holds the whole message (scripts/calibrate.sh --measure-host measures "
                   "it; 0: off), GB/s");
+  cmd->add_option("--host-cores", args->host_cores,
+                  "With --sender-copies: the CPU cores a domain's ranks share (the host's nproc). Where a domain "
+                  "has more ranks than cores, each rank's transfers move at cores / ranks of their rate "
+                  "(copy-in/copy-out needs both ends running; fitted to the device host's records, "
+                  "docs/performance.md). 0: as many cores as ranks");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->add_option("--timeline", args->timeline,
                   "Also write an SVG timeline of the predicted batches per rank (waiting and moving)");

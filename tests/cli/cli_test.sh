@@ -281,6 +281,13 @@ unknown_names)  # a mistyped command or flag is named, with the closest known on
   contains out.txt "broadcast sends at once: the first at the link's rate, each further one 11.29 GB/s"
   expect_rc 2 "$RESHARD" simulate plan.json --fan-gbps fast
   contains err.txt "--fan-gbps: expected a non-negative number, got 'fast'"
+  # More ranks than host cores without single copy: echoed with the share; refused with single copy.
+  expect_rc 0 "$RESHARD" simulate plan.json --system cpu-mpi-local --sender-copies --host-cores 2
+  contains out.txt "ranks a domain on 2 cores: each rank's transfers move at 2/"
+  expect_rc 2 "$RESHARD" simulate plan.json --system cpu-mpi-local --host-cores 2
+  contains err.txt "--host-cores 2 applies only without single copy (--sender-copies)"
+  expect_rc 2 "$RESHARD" simulate plan.json --sender-copies --host-cores many
+  contains err.txt "--host-cores"
   ;;
 plots)  # inspect --plot and simulate --timeline write SVGs (issue 19), checked before the work
   expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json

@@ -69,12 +69,24 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
   time_us(m.switch_us, "--switch-us");
   time_us(m.slice_us, "--slice-us");
   rate(m.fan_gbps, "--fan-gbps", true);
+  if (m.host_cores < 0) problems.add("--host-cores must be non-negative, got " + std::to_string(m.host_cores));
+  else if (m.host_cores > 0 && !m.sender_copies)
+    problems.add("--host-cores " + std::to_string(m.host_cores) +
+                 " applies only without single copy (--sender-copies): with it the receiver copies alone");
   m.batch.validate(problems);  // the executor's bounds (batch_policy.h)
 }
 
 namespace {
 
 constexpr int kResources = 4;
+
+// SystemModel::host_cores: the part of its transfer rates a rank keeps where copy-in/copy-out needs
+// both ends' threads and the largest domain's ranks take turns on fewer cores.
+double thread_share(const SystemModel& m, int world) {
+  const int64_t ranks = std::min<int64_t>(m.gpus_per_node, world);
+  if (!m.sender_copies || m.host_cores <= 0 || ranks <= m.host_cores) return 1;
+  return static_cast<double>(m.host_cores) / static_cast<double>(ranks);
+}
 // Destinations one cuda-ipc fan-out copy writes per read of its source (CudaBatchCopy::kMaxFan).
 constexpr int64_t kMaxFan = 8;
 using Bytes4 = std::array<int64_t, kResources>;
@@ -241,8 +253,10 @@ class Replayer {
  public:
   Replayer(const Plan& plan, const SystemModel& m, const OpLists& lists)
       : plan_(plan), m_(m), lists_(lists), ranks_(static_cast<size_t>(plan.world()), RankState(m.batch)) {
-    beta_[0] = beta_[1] = m.nvlink_gbps * 1e9;
-    beta_[2] = beta_[3] = m.nic_gbps * 1e9;
+    const double share = thread_share(m, plan.world());
+    beta_[0] = beta_[1] = m.nvlink_gbps * 1e9 * share;
+    beta_[2] = beta_[3] = m.nic_gbps * 1e9 * share;
+    fan_ = m.fan_gbps * 1e9 * share;
     copies_ = m.copy_gbps > 0;
     push_ = copies_ && m.box_ops && m.ipc_push;
     one_memory_ = copies_ && m.shared_copy_gbps > 0 && m.box_ops;
@@ -486,9 +500,9 @@ class Replayer {
     // With fan_gbps: k sends at once take the link's time for the first and b / fan for each further
     // one; on the rank's send resource as the bytes that take that long at the link's rate.
     const double link = beta_[res_index(false, true)];
-    const bool fan = m_.fan_gbps > 0 && !nic;
+    const bool fan = fan_ > 0 && !nic;
     auto fan_seconds = [&](int64_t k) {
-      return k == 0 ? 0.0 : static_cast<double>(b) * (1 / link + static_cast<double>(k - 1) / (m_.fan_gbps * 1e9));
+      return k == 0 ? 0.0 : static_cast<double>(b) * (1 / link + static_cast<double>(k - 1) / fan_);
     };
     auto sent = [&](int64_t k) { return fan ? static_cast<int64_t>(std::llround(fan_seconds(k) * link)) : b * k; };
     // A binomial tree's virtual ranks (libnbc: the root is 0): u's children are u + s for each power of
@@ -761,6 +775,7 @@ class Replayer {
   };
   std::vector<GroupDomains> domains_;
   std::array<double, kResources> beta_{};
+  double fan_ = 0;  // B/s: SystemModel::fan_gbps at the ranks' thread share
   bool copies_ = false;
   bool push_ = false;  // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
   // Ranks of a domain share one device memory and every byte moves as a copy (cuda-ipc box ops on one

@@ -64,6 +64,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"linear_broadcast_max", m.linear_broadcast_max},
         {"binomial_broadcast_min", m.binomial_broadcast_min},
         {"fan_gbps", m.fan_gbps},
+        {"host_cores", m.host_cores},
         {"streams", m.batch.streams},
         {"batch_ops", m.batch.batch_ops},
         {"batch_bytes", m.batch.batch_bytes},
@@ -134,6 +135,11 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
     line("#  broadcast sends at once: the first at the link's rate, each further one %.2f GB/s; a binomial member "
          "forwards once it holds the whole message\n",
          m.fan_gbps);
+  if (m.sender_copies && m.host_cores > 0 && std::min<int64_t>(m.gpus_per_node, plan.world()) > m.host_cores)
+    line("#  %lld ranks a domain on %lld cores: each rank's transfers move at %lld/%lld of their rate (copy-in/copy-out "
+         "needs both ends running)\n",
+         static_cast<long long>(std::min<int64_t>(m.gpus_per_node, plan.world())), static_cast<long long>(m.host_cores),
+         static_cast<long long>(m.host_cores), static_cast<long long>(std::min<int64_t>(m.gpus_per_node, plan.world())));
   if (m.serial_issue && m.switch_us > 0 && m.slice_us > 0)
     line("#  context switch %.2f us, %.1f us time slice: the transport passes take turns on the GPU where two "
          "or more ranks of a domain launch copies\n",

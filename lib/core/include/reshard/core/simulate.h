@@ -131,6 +131,15 @@ struct SystemModel {
   // message only once its parent's sends are through. Measured by scripts/calibrate.sh --measure-host
   // (root_sends_*). 0: each send at the link's rate, from the broadcast's start.
   double fan_gbps = 0;
+  // > 0 with sender_copies: the CPU cores the ranks of one domain share (the host's nproc). A transfer
+  // through copy-in/copy-out moves only while its sender and its receiver both run (each copies its
+  // end through a few shared-memory fragments), so where a domain holds more ranks than cores, and the
+  // ranks take turns on them, each rank's transfers (the link rates, fan_gbps) move at cores / ranks of
+  // their rate; a rank's own memcpy (packs, copy_gbps) needs no peer and keeps its rate. The share is
+  // the largest domain's (min(gpus_per_node, world) ranks). Fitted to, not derived from, the device
+  // host's oversubscribed records (docs/performance.md, "Oversubscribed hosts"). 0: as many cores as
+  // ranks.
+  int64_t host_cores = 0;
   BatchPolicy batch;  // the executor's knobs: the same defaults, bounds and message cap as `run`
   Algo algo = Algo::Reshard;
 };
