@@ -12,9 +12,11 @@
 #   8-rank plan also as --fanout direct, results/gpu/window_direct/ipc/*.json, and the CPU MPI runs of
 #   scripts/cpu_waits_bench.sh on the 2-core VM and the device machine's 16-core host,
 #   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them, and its
-#   broadcast fan rate, or where it predates that measurement a fan.json beside them), and the
+#   broadcast fan rate, or where it predates that measurement a fan.json beside them, and without
+#   single copy its cores, or where it predates that field the cpu_waits.log's machine line), and the
 #   window-per-stream calls' results/gpu/window_per_stream/{ipc,cpu,defaults/ipc,repeat/run{1,2}}/*.json,
-#   and the device host's CPU set measured with its fan rate, results/gpu/fan_check/cpu/*.json:
+#   and the device host's CPU set measured with its fan rate, results/gpu/fan_check/cpu/*.json, and
+#   the device host's CPU sets measured after --host-cores was fitted, results/gpu/host_cores/run{1,2}:
 #             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -161,7 +163,8 @@ fi
                                   results/gpu/window_per_stream/ipc results/gpu/window_per_stream/cpu
                                   results/gpu/window_per_stream/defaults/ipc
                                   results/gpu/window_per_stream/repeat/run1 results/gpu/window_per_stream/repeat/run2
-                                  results/gpu/fan_check/cpu)
+                                  results/gpu/fan_check/cpu
+                                  results/gpu/host_cores/run1 results/gpu/host_cores/run2)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, os, re, shlex, subprocess, sys
 

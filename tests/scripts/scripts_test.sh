@@ -77,7 +77,7 @@ PY
   measure_host)  # calibrate.sh --measure-host 4: every rate, the fan rate among them, as calibrate reads them
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     bash scripts/calibrate.sh --measure-host 4 >"$T/h.json" 2>"$T/err" || fail "measure-host exited $?: $(cat "$T/err")"
-    python3 - "$T/h.json" <<'PY' || fail "bad host file: $(cat "$T/h.json")"
+    python3 - "$T/h.json" "$(nproc)" <<'PY' || fail "bad host file: $(cat "$T/h.json")"
 import json, sys
 h = json.load(open(sys.argv[1]))
 assert h["ranks"] == 4
@@ -85,6 +85,19 @@ for k in ("memcpy_one_rank_gbps", "memcpy_all_ranks_aggregate_gbps", "p2p_one_pa
           "p2p_half_to_half_aggregate_gbps", "root_sends_1_ms", "root_sends_3_ms", "fan_gbps"):
     assert h[k] > 0, k
 assert h["root_sends_3_ms"] > h["root_sends_1_ms"]  # three whole messages take longer than one
+assert h["cores"] == int(sys.argv[2]), h["cores"]  # the host's nproc: simulate --host-cores
+PY
+    ;;
+  latency_probe)  # scripts/latency_probe.cpp builds and prints its JSON line at 4 ranks (k = 1, 2 pairs)
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    mpicxx -O2 -std=c++17 -I scripts scripts/latency_probe.cpp -o "$T/lp" || fail "mpicxx exited $?"
+    mpirun --oversubscribe -np 4 "$T/lp" >"$T/out" 2>"$T/err" || fail "the probe exited $?: $(cat "$T/err")"
+    python3 - "$T/out" <<'PY' || fail "bad probe line: $(cat "$T/out")"
+import json, sys
+h = json.loads(open(sys.argv[1]).read())
+assert h["ranks"] == 4 and h["latency_one_pair_us"] > 0 and h["latency_all_pairs_us"] > 0
+assert sorted(h["pair_gbps_with_k_pairs"]) == ["1", "2"], h
+assert all(v > 0 for v in h["pair_gbps_with_k_pairs"].values())
 PY
     ;;
   bcast_probe)  # scripts/bcast_probe.cpp builds and prints every measurement at 4 ranks, 1 MiB

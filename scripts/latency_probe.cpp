@@ -1,0 +1,58 @@
+// Probe for issue 18's oversubscribed CPU runs (scripts/oversub_probe.sh): does a world larger than
+// the host's cores slow the ranks that work, when the others only wait (in a barrier, polling)?
+// Prints one JSON line: 8-byte ping-pong latency (one pair; every pair at once), and the point-to-point
+// rate of k pairs at once (rank i < k sends 64 MiB to rank half + i) for several k, the rest idle.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "mpi_median_time.h"
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int half = size / 2, trips = 200;
+  char buf[8] = {};
+  auto pingpong = [&](int pairs) {
+    const int i = rank < half ? rank : rank - half;
+    if (i >= pairs || rank >= 2 * half) return;
+    const int peer = rank < half ? rank + half : rank - half;
+    for (int t = 0; t < trips; ++t) {
+      if (rank < half) {
+        MPI_Send(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
+        MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
+      }
+    }
+  };
+  const double one = median_time([&] { pingpong(1); }, 7) / (2.0 * trips);
+  const double all = median_time([&] { pingpong(half); }, 7) / (2.0 * trips);
+  const size_t n = size_t(64) << 20;
+  std::vector<char> a(n, 1), b(n, 2);
+  std::string rates;
+  for (int k : {1, 2, 4, 6, 8, 12, 16}) {
+    if (k > half) break;
+    const double t = median_time([&] {
+      const int i = rank < half ? rank : rank - half;
+      if (i >= k || rank >= 2 * half) return;
+      if (rank < half) MPI_Send(a.data(), int(n), MPI_BYTE, rank + half, 4, MPI_COMM_WORLD);
+      else MPI_Recv(b.data(), int(n), MPI_BYTE, rank - half, 4, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }, 5);
+    char item[64];
+    std::snprintf(item, sizeof item, "%s\"%d\": %.3f", rates.empty() ? "" : ", ", k, double(n) / 1e9 / t);
+    rates += item;
+  }
+  const char* y = std::getenv("OMPI_MCA_mpi_yield_when_idle");
+  if (rank == 0)
+    std::printf("{\"ranks\": %d, \"latency_one_pair_us\": %.2f, \"latency_all_pairs_us\": %.2f, "
+                "\"pair_gbps_with_k_pairs\": {%s}, \"yield\": \"%s\"}\n",
+                size, one * 1e6, all * 1e6, rates.c_str(), y ? y : "unset");
+  MPI_Finalize();
+}
