@@ -11,21 +11,10 @@
 namespace reshard {
 namespace {
 
-Plan bucket_over(int gen) {
-  ModelMeta model;
-  model.name = "sim-cores";
-  model.tensors.push_back({"model.norm.weight", Dims{8192}, DType::BF16});
-  return plan_reshard(model, test::system_of(1, 1, 1, 1, gen, 1), PlanOptions{});
-}
+Plan bucket_over(int gen) { return test::bucket_over(gen, "sim-cores"); }
 
 SystemModel copy_in_copy_out(int64_t host_cores) {
-  SystemModel m;
-  m.name = "cores-test";
-  m.gpus_per_node = 1 << 20;
-  m.nvlink_gbps = m.nic_gbps = 1;
-  m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
-  m.linear_broadcast_max = 4;
-  m.binomial_broadcast_min = 9;  // 8 members: a pipelined ring
+  SystemModel m = test::unit_links("cores-test", 9);  // 8 members: a pipelined ring
   m.sender_copies = true;
   m.host_cores = host_cores;
   return m;

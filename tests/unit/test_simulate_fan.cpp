@@ -12,23 +12,11 @@
 namespace reshard {
 namespace {
 
-// One misc tensor of 16 KiB (the message cap's floor is 4 KiB) over 1 train + `gen` gen ranks.
-Plan bucket_over(int gen) {
-  ModelMeta model;
-  model.name = "sim-fan";
-  model.tensors.push_back({"model.norm.weight", Dims{8192}, DType::BF16});
-  return plan_reshard(model, test::system_of(1, 1, 1, 1, gen, 1), PlanOptions{});
-}
+Plan bucket_over(int gen) { return test::bucket_over(gen, "sim-fan"); }
 
-// Links at 1 GB/s full duplex (single copy), no copies, latency or per-op costs; binomial above 4.
+// Single copy, binomial above 4 members.
 SystemModel libnbc(double fan_gbps) {
-  SystemModel m;
-  m.name = "fan-test";
-  m.gpus_per_node = 1 << 20;
-  m.nvlink_gbps = m.nic_gbps = 1;
-  m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
-  m.linear_broadcast_max = 4;
-  m.binomial_broadcast_min = 5;
+  SystemModel m = test::unit_links("fan-test", 5);
   m.fan_gbps = fan_gbps;
   return m;
 }

@@ -52,6 +52,27 @@ inline Plan small_mlp_plan(int n, const std::string& name, int train_gpus, int g
 
 // The simulator's view of one device shared by every rank, with box ops (cuda-ipc) and one batch:
 // every cost zero and every rate `gbps`, so a test sets only what it measures.
+// One misc tensor of 16 KiB (the message cap's floor is 4 KiB) over 1 train + `gen` gen ranks: one bucket.
+inline Plan bucket_over(int gen, const std::string& name) {
+  ModelMeta model;
+  model.name = name;
+  model.tensors.push_back({"model.norm.weight", Dims{8192}, DType::BF16});
+  return plan_reshard(model, system_of(1, 1, 1, 1, gen, 1), PlanOptions{});
+}
+
+// Links at 1 GB/s full duplex, no copies, latency or per-op costs; MPI broadcasts linear up to 4
+// members, binomial from `binomial_min`.
+inline SystemModel unit_links(const std::string& name, int64_t binomial_min) {
+  SystemModel m;
+  m.name = name;
+  m.gpus_per_node = 1 << 20;
+  m.nvlink_gbps = m.nic_gbps = 1;
+  m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
+  m.linear_broadcast_max = 4;
+  m.binomial_broadcast_min = binomial_min;
+  return m;
+}
+
 inline SystemModel one_shared_gpu(const std::string& name, double gbps) {
   SystemModel m;
   m.name = name;
