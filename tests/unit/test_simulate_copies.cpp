@@ -79,6 +79,22 @@ TEST(SimulateCopies, SerialIssueAddsEveryRanksOpsAndCopies) {
   EXPECT_TRUE(serial.phases.front().shared_bound);
 }
 
+TEST(SimulateCopies, MpiWireCopiesAreInsideTheLinkRate) {
+  // 1 train -> 1 gen rank, whole weights (contiguous: nothing packed or unpacked), host staging with 2
+  // wire copies per received byte; link and copies at 1 GB/s (1 B/ns). The link is one pair's measured
+  // point-to-point, whose copies are the transport's: the gen rank takes b ns, not 2b at its copy rate.
+  // The shared memory system still sees them: at 1 GB/s shared, the domain's 2b copied take 2b ns.
+  const Plan p = small_plan(8, 1, 1, 1, 1);
+  SystemModel m = host_staging();
+  m.wire_copies = 2;
+  const double b = static_cast<double>(received_bulk_bytes(p));
+  EXPECT_NEAR(simulate(p, m).phases.front().seconds, b * 1e-9, 1e-15);
+  m.shared_copy_gbps = 1;
+  const SimPhase bulk = simulate(p, m).phases.front();
+  EXPECT_NEAR(bulk.seconds, 2 * b * 1e-9, 1e-15);
+  EXPECT_TRUE(bulk.shared_bound);
+}
+
 TEST(SimulateCopies, TransportCopiesOfABatchShareOneLaunchPerPeer) {
   // 1 train -> 1 gen rank, n box-op receives from one peer on one stream, batches of 4 ops: the gen rank
   // pays one batched launch per batch (cuda-ipc launches a pass's copies at once), not one per copy.

@@ -39,7 +39,9 @@
 //   go out batched, one launch per (stream, peer) the rank receives from (cuda-ipc launches the copies
 //   a progress pass starts on a stream at once, and one peer's descriptions of a batch arrive in one
 //   message). A batch's copy time (its rank's copied bytes / copy_gbps) and its wire time overlap (the
-//   larger counts); its issue costs add, as per_op_us does. That is cuda-ipc's pull mode; in push mode
+//   larger counts); its issue costs add, as per_op_us does. Without box ops (MPI) the wire copies are
+//   inside the link's rate (one pair's measured point-to-point): they count toward the shared memory
+//   system only, not the rank's copy time. That is cuda-ipc's pull mode; in push mode
 //   (ipc_push, the executor's default; only where box_ops marks the cuda-ipc transport) the sender makes
 //   the transport's copies instead: into each receiver's pieces (boxed) or its staging (staged ops), a
 //   broadcast root writing the members that keep the same pieces with one fan-out copy (one read per
