@@ -30,6 +30,9 @@
 #             RESHARD_SIMULATE_FLAGS_<PRESET> (records simulated on that preset; upper case, '-' as '_'),
 #             e.g. RESHARD_SIMULATE_FLAGS_H200_SHARED_1GPU="--switch-us 10" (the MPS rows keep theirs);
 #             an --ipc-mode there replaces the record's mode (RESHARD_SIMULATE_FLAGS="--ipc-mode pull").
+# Spread: rows of one build, machine, plan, schedule flags and phase (each JSON row's "same") whose
+# predicted / measured ratios lie more than 5/3 apart are listed ("calibrate: spread:"), with a count:
+# no one scale of their predictions is within 25 % of all (each row's "group_spread").
 # A record's plan is found at its arguments.plan path, else at results/plans/<fingerprint>.{cbor,json},
 # else rebuilt with `reshard plan` from results/plans/recipes.json into $BUILD/calibrate-plans; a plan
 # whose fingerprint differs from the record's is reported and the record skipped.
@@ -241,6 +244,19 @@ def plan_path(f, rec):
     subprocess.run([reshard, "plan"] + args + ["--force", "-o", out], check=True, capture_output=True)
     return out
 
+def machine_cores(f):  # a CPU record set's host cores: its host files' "cores", else cpu_waits.log's line
+    for h in glob.glob(os.path.join(os.path.dirname(f), "host_*.json")):
+        try:
+            if json.load(open(h)).get("cores"):
+                return json.load(open(h))["cores"]
+        except (OSError, ValueError):
+            pass
+    try:
+        m = re.search(r"^# machine: (\d+) cores", open(os.path.join(os.path.dirname(f), "cpu_waits.log")).read(), re.M)
+        return int(m.group(1)) if m else None
+    except OSError:
+        return None
+
 def host_flags(f, rec):
     # A CPU record's own machine: host_<world>.json beside it (scripts/calibrate.sh --measure-host at the
     # run's rank count, made in the same call as the runs); the preset's constants from it, derived as
@@ -268,13 +284,7 @@ def host_flags(f, rec):
             fan = 0
     # Without single copy, the host's cores (simulate --host-cores): the host file's, else the machine
     # line of the cpu_waits.log beside it ("# machine: 16 cores, ...": host files before 2026-12-04).
-    cores = h.get("cores")
-    if none and not cores:
-        try:
-            m = re.search(r"^# machine: (\d+) cores", open(os.path.join(os.path.dirname(f), "cpu_waits.log")).read(), re.M)
-            cores = int(m.group(1)) if m else None
-        except OSError:
-            cores = None
+    cores = h.get("cores") or machine_cores(f)
     return (["--fan-gbps", "%.3f" % fan] if fan else []) + (["--host-cores", str(cores)] if none and cores else []) + [
             "--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
             "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
@@ -328,11 +338,27 @@ for f, name, rec in records:
         eff = ph["busiest_bytes"] / (meas * 1e-3) / 1e9 if ph.get("busiest_bytes") else 0
         print(fmt % (name, a.get("algo", "reshard"), sysname, phase, "%.3f" % meas, "%.3f" % pred,
                      "%+.1f%%" % (err * 100), "%.3f" % eff))
+        # The same build (the record's, else gpu_env.json's), machine, plan, schedule flags and phase,
+        # measured in other calls too (see "spread" below): the machine is the preset and, for CPU
+        # records, the host's core count.
+        same = json.dumps([(rec.get("build") or {}).get("git") or run_commit(f), sysname, machine_cores(f), rec["plan"]["fingerprint"], a.get("transport"),
+                           a.get("algo", "reshard"), mode] +
+                          args[args.index("--streams"):args.index("--window") + 2] + [args[-1], phase])
         rows.append({"record": f, "run": run_commit(f), "name": name, "algo": a.get("algo", "reshard"), "system": sysname,
                      "ipc_mode": mode, "phase": phase,
-                     "measured_ms": meas, "predicted_ms": pred, "error": err, "effective_gbps": eff})
+                     "measured_ms": meas, "predicted_ms": pred, "error": err, "effective_gbps": eff, "same": same})
         if phase == "total":
             errors.append(abs(err))
+# Spread: rows of one plan, schedule flags and phase whose predicted / measured ratios lie more than
+# 5/3 apart (the records' machines differing in ways their host files do not show, or runs that differ
+# from call to call). No prediction scaled alike for the group is within 25 % of all of them.
+groups = {}
+for r in rows:
+    groups.setdefault(r["same"], []).append(r)
+for r in rows:
+    ratios = [g["predicted_ms"] / g["measured_ms"] for g in groups[r["same"]]]
+    r["group_spread"] = max(ratios) / min(ratios)
+    r["group_rows"] = len(ratios)
 if errors:
     within = sum(1 for r in rows if abs(r["error"]) <= 0.25)
     print("calibrate: %d runs, mean |error| of totals %.1f %%, worst %.1f %%; %d of %d rows within 25 %%" %
@@ -353,6 +379,17 @@ if errors:
     for r in rows:
         if abs(r["error"]) > 0.25:
             print("calibrate: out: %s %s %s %+.1f %%" % (r["name"], r["algo"], r["phase"], 100 * r["error"]))
+    wide = [g for g in groups.values() if g[0]["group_spread"] > 5 / 3]
+    for g in wide:
+        print("calibrate: spread: %s %s over %d records: predicted / measured %.2f..%.2f (%.2fx)" % (
+              g[0]["name"].split(":")[0].split("/")[-1], g[0]["phase"], len(g),
+              min(r["predicted_ms"] / r["measured_ms"] for r in g), max(r["predicted_ms"] / r["measured_ms"] for r in g),
+              g[0]["group_spread"]))
+    if wide:
+        n = sum(len(g) for g in wide)
+        print("calibrate: %d rows in %d groups of one plan, flags and phase spread more than 5/3 apart: no one scale "
+              "of their predictions is within 25 %% of all (%d of them out)" %
+              (n, len(wide), sum(1 for g in wide for r in g if abs(r["error"]) > 0.25)))
 if json_out:
     json.dump({"format": "reshard-calibration", "version": 2, "rows": rows}, open(json_out, "w"), indent=1)
 PY
