@@ -13,7 +13,8 @@
 #   scripts/cpu_waits_bench.sh on the 2-core VM and the device machine's 16-core host,
 #   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them, and its
 #   broadcast fan rate, or where it predates that measurement a fan.json beside them, and without
-#   single copy its cores, or where it predates that field the cpu_waits.log's machine line), and the
+#   single copy its cores: the record's host_cores, else the host file's, else the cpu_waits.log's
+#   machine line), and the
 #   window-per-stream calls' results/gpu/window_per_stream/{ipc,cpu,defaults/ipc,repeat/run{1,2}}/*.json,
 #   and the device host's CPU set measured with its fan rate, results/gpu/fan_check/cpu/*.json, and
 #   the device host's CPU sets measured after --host-cores was fitted, results/gpu/host_cores/run{1,2}:
@@ -244,7 +245,11 @@ def plan_path(f, rec):
     subprocess.run([reshard, "plan"] + args + ["--force", "-o", out], check=True, capture_output=True)
     return out
 
-def machine_cores(f):  # a CPU record set's host cores: its host files' "cores", else cpu_waits.log's line
+def machine_cores(f, rec):
+    # A CPU record's host cores: the record's own (host_cores, one host; records from 2026-12-04), else
+    # its set's host files' "cores", else the machine line of the cpu_waits.log beside it.
+    if len(rec.get("host_cores") or []) == 1:
+        return rec["host_cores"][0]
     for h in glob.glob(os.path.join(os.path.dirname(f), "host_*.json")):
         try:
             if json.load(open(h)).get("cores"):
@@ -282,9 +287,8 @@ def host_flags(f, rec):
             fan = json.load(open(os.path.join(os.path.dirname(f), "fan.json")))["fan_gbps"]
         except (OSError, ValueError, KeyError):
             fan = 0
-    # Without single copy, the host's cores (simulate --host-cores): the host file's, else the machine
-    # line of the cpu_waits.log beside it ("# machine: 16 cores, ...": host files before 2026-12-04).
-    cores = h.get("cores") or machine_cores(f)
+    # Without single copy, the host's cores (simulate --host-cores).
+    cores = machine_cores(f, rec)
     return (["--fan-gbps", "%.3f" % fan] if fan else []) + (["--host-cores", str(cores)] if none and cores else []) + [
             "--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
             "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
@@ -341,8 +345,8 @@ for f, name, rec in records:
         # The same build (the record's, else gpu_env.json's), machine, plan, schedule flags and phase,
         # measured in other calls too (see "spread" below): the machine is the preset and, for CPU
         # records, the host's core count.
-        same = json.dumps([(rec.get("build") or {}).get("git") or run_commit(f), sysname, machine_cores(f), rec["plan"]["fingerprint"], a.get("transport"),
-                           a.get("algo", "reshard"), mode] +
+        same = json.dumps([(rec.get("build") or {}).get("git") or run_commit(f), sysname, machine_cores(f, rec),
+                           rec["plan"]["fingerprint"], a.get("transport"), a.get("algo", "reshard"), mode] +
                           args[args.index("--streams"):args.index("--window") + 2] + [args[-1], phase])
         rows.append({"record": f, "run": run_commit(f), "name": name, "algo": a.get("algo", "reshard"), "system": sysname,
                      "ipc_mode": mode, "phase": phase,

@@ -65,21 +65,32 @@ RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo) {
 
 namespace {
 
-// Every rank's host name, once each, in rank order of first appearance.
-std::vector<std::string> host_names(Control& ctl) {
-  constexpr int64_t kLen = 64;
+// Every rank's host name, once each, in rank order of first appearance, with the host's online cores
+// (sysconf) and how many ranks run there: more ranks than cores slows a host without single copy
+// (docs/performance.md, "Oversubscribed hosts").
+void add_hosts(Control& ctl, RunReport& rep) {
+  constexpr int64_t kName = 60, kLen = kName + 4;
   std::vector<uint8_t> mine(kLen, 0);
-  char host[kLen] = {};
-  ::gethostname(host, kLen - 1);
+  char host[kName] = {};
+  ::gethostname(host, kName - 1);
   std::memcpy(mine.data(), host, std::strlen(host));
+  const int32_t cores = static_cast<int32_t>(std::max(::sysconf(_SC_NPROCESSORS_ONLN), 1L));
+  std::memcpy(mine.data() + kName, &cores, sizeof cores);
   const std::vector<uint8_t> all = ctl.allgather(mine, kLen);
-  std::vector<std::string> out;
   for (int r = 0; r < ctl.size(); ++r) {
-    const std::string h(reinterpret_cast<const char*>(all.data() + kLen * r),
-                        strnlen(reinterpret_cast<const char*>(all.data() + kLen * r), kLen));
-    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+    const char* at = reinterpret_cast<const char*>(all.data() + kLen * r);
+    const std::string h(at, strnlen(at, kName));
+    const auto it = std::find(rep.hosts.begin(), rep.hosts.end(), h);
+    if (it != rep.hosts.end()) {
+      ++rep.host_ranks[static_cast<size_t>(it - rep.hosts.begin())];
+      continue;
+    }
+    int32_t c = 0;
+    std::memcpy(&c, at + kName, sizeof c);
+    rep.hosts.push_back(h);
+    rep.host_cores.push_back(c);
+    rep.host_ranks.push_back(1);
   }
-  return out;
 }
 
 }  // namespace
@@ -87,7 +98,7 @@ std::vector<std::string> host_names(Control& ctl) {
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo, Transport& transport, Memory& memory,
                       int warmup, int iters) {
   RunReport rep = make_report(ctl, plan, ex, algo);
-  rep.hosts = host_names(ctl);
+  add_hosts(ctl, rep);
   rep.transport_mode = transport.mode();
   rep.transport_settings = transport.settings();
   rep.peak_bytes = ctl.gather(memory.peak_bytes());  // the executor's; before the ceiling's scratch blocks
@@ -311,6 +322,8 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
          {"status", r.rows.back().wrong > 0 ? "failed" : "ok"},
          {"timestamp", utc_now()},
          {"hosts", r.hosts},
+         {"host_cores", r.host_cores},
+         {"host_ranks", r.host_ranks},
          {"build", build_json()},
          {"versions", {{"reshard", RESHARD_VERSION}, {"mpi_library", mpi_library}, {"transport", transport_version}}},
          {"world_size", world},

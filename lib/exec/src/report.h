@@ -59,6 +59,8 @@ struct RunReport {
   std::string transport_settings;   // Transport::settings() ("" where none)
   std::string ceiling_kind;         // GPU transports: "copy" or "sendrecv" (ceiling.h)
   std::vector<std::string> hosts;   // distinct host names of the ranks, in rank order
+  std::vector<int> host_cores;      // per host: its online CPU cores (what `simulate --host-cores` takes)
+  std::vector<int> host_ranks;      // per host: the ranks on it
 };
 
 // The record `run --json` writes when a run ends in an error every rank agreed on (bad flags, plan,
