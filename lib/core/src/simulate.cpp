@@ -34,6 +34,12 @@ const char* to_string(LinkResource r) {
   return "?";
 }
 
+double transfer_share(const SystemModel& m, int world) {
+  const int64_t ranks = domain_ranks(m, world);
+  if (!m.sender_copies || m.host_cores <= 0 || ranks <= m.host_cores) return 1;
+  return static_cast<double>(m.host_cores) / static_cast<double>(ranks);
+}
+
 void validate_system_model(const SystemModel& m, Problems& problems) {
   // Rates up to 1e12 GB/s (tests use 1e9 for "free") and times up to 1 s (1e6 us): beyond, a value is
   // a typo, and would print as a 300-digit number.
@@ -79,14 +85,6 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
 namespace {
 
 constexpr int kResources = 4;
-
-// SystemModel::host_cores: the part of its transfer rates a rank keeps where copy-in/copy-out needs
-// both ends' threads and the largest domain's ranks take turns on fewer cores.
-double thread_share(const SystemModel& m, int world) {
-  const int64_t ranks = std::min<int64_t>(m.gpus_per_node, world);
-  if (!m.sender_copies || m.host_cores <= 0 || ranks <= m.host_cores) return 1;
-  return static_cast<double>(m.host_cores) / static_cast<double>(ranks);
-}
 // Destinations one cuda-ipc fan-out copy writes per read of its source (CudaBatchCopy::kMaxFan).
 constexpr int64_t kMaxFan = 8;
 using Bytes4 = std::array<int64_t, kResources>;
@@ -253,7 +251,7 @@ class Replayer {
  public:
   Replayer(const Plan& plan, const SystemModel& m, const OpLists& lists)
       : plan_(plan), m_(m), lists_(lists), ranks_(static_cast<size_t>(plan.world()), RankState(m.batch)) {
-    const double share = thread_share(m, plan.world());
+    const double share = transfer_share(m, plan.world());
     beta_[0] = beta_[1] = m.nvlink_gbps * 1e9 * share;
     beta_[2] = beta_[3] = m.nic_gbps * 1e9 * share;
     fan_ = m.fan_gbps * 1e9 * share;
@@ -780,7 +778,7 @@ class Replayer {
   };
   std::vector<GroupDomains> domains_;
   std::array<double, kResources> beta_{};
-  double fan_ = 0;  // B/s: SystemModel::fan_gbps at the ranks' thread share
+  double fan_ = 0;  // B/s: SystemModel::fan_gbps at transfer_share
   bool copies_ = false;
   bool push_ = false;  // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
   // Ranks of a domain share one device memory and every byte moves as a copy (cuda-ipc box ops on one

@@ -135,11 +135,13 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
     line("#  broadcast sends at once: the first at the link's rate, each further one %.2f GB/s; a binomial member "
          "forwards once it holds the whole message\n",
          m.fan_gbps);
-  if (m.sender_copies && m.host_cores > 0 && std::min<int64_t>(m.gpus_per_node, plan.world()) > m.host_cores)
+  if (transfer_share(m, plan.world()) < 1) {
+    const auto ranks = static_cast<long long>(domain_ranks(m, plan.world()));
+    const auto cores = static_cast<long long>(m.host_cores);
     line("#  %lld ranks a domain on %lld cores: each rank's transfers move at %lld/%lld of their rate (copy-in/copy-out "
          "needs both ends running)\n",
-         static_cast<long long>(std::min<int64_t>(m.gpus_per_node, plan.world())), static_cast<long long>(m.host_cores),
-         static_cast<long long>(m.host_cores), static_cast<long long>(std::min<int64_t>(m.gpus_per_node, plan.world())));
+         ranks, cores, cores, ranks);
+  }
   if (m.serial_issue && m.switch_us > 0 && m.slice_us > 0)
     line("#  context switch %.2f us, %.1f us time slice: the transport passes take turns on the GPU where two "
          "or more ranks of a domain launch copies\n",

@@ -146,6 +146,12 @@ struct SystemModel {
   Algo algo = Algo::Reshard;
 };
 
+// Ranks in the largest domain: min(gpus_per_node, world).
+inline int64_t domain_ranks(const SystemModel& m, int world) { return m.gpus_per_node < world ? m.gpus_per_node : world; }
+// The part of its transfer rates (links, fan_gbps) a rank keeps (SystemModel::host_cores): host_cores /
+// domain_ranks where copy-in/copy-out ranks outnumber the cores, else 1.
+double transfer_share(const SystemModel& m, int world);
+
 // Problems with the values (non-positive bandwidths, ...) are added to `problems`.
 void validate_system_model(const SystemModel& m, Problems& problems);
 
