@@ -133,9 +133,10 @@ TEST(FanoutChoice, AutoChoosesForTheWholePlan) {
   EXPECT_NEAR(auto_stats.efficiency, 1.0, 1e-9);
   EXPECT_EQ(auto_stats.lower_bound_bytes, 2689597440);
   EXPECT_EQ(auto_stats.busiest_bytes, 2689597440);
-  for (const ParamPlan& p : plan.params) {
-    if (p.path == Path::Bulk) EXPECT_EQ(p.fanout, Fanout::TwoPhase) << p.name;
-  }
+  for (const ParamPlan& p : plan.params)
+    if (p.path == Path::Bulk) {
+      EXPECT_EQ(p.fanout, Fanout::TwoPhase) << p.name;
+    }
   o.fanout = FanoutMode::Direct;
   const PlanStats direct = compute_stats(plan_reshard(model, test::sys(2, Parallelism{}, 4, gen), o));
   EXPECT_EQ(direct.busiest_bytes, 5379194880);
