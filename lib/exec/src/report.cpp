@@ -186,6 +186,18 @@ std::string format_header(const RunReport& r, const RunArgs& a, const std::strin
        plan.transfers.size(), plan.fanouts.size(), plan.buckets.size());
   line("#  train: %s\n#  gen:   %s\n", par(plan.system.train).c_str(), par(plan.system.gen).c_str());
   line("#  world: %d  transport: %s\n", plan.world(), transport_line.c_str());
+  if (!r.hosts.empty()) {  // more ranks than cores: they take turns (docs/performance.md, "Oversubscribed hosts")
+    std::string hosts;
+    bool over = false;
+    for (size_t i = 0; i < r.hosts.size(); ++i) {
+      over = over || r.host_ranks[i] > r.host_cores[i];
+      if (i < 4)
+        hosts += (i ? ", " : "") + r.hosts[i] + " (" + std::to_string(r.host_ranks[i]) + " ranks, " +
+                 std::to_string(r.host_cores[i]) + " cores)";
+    }
+    if (r.hosts.size() > 4) hosts += ", ... (" + std::to_string(r.hosts.size()) + " hosts)";
+    line("#  hosts: %s%s\n", hosts.c_str(), over ? "; more ranks than cores: the ranks take turns on them" : "");
+  }
   if (!r.device.empty()) line("#  device: %s (rank 0)\n", r.device.c_str());
   if (!r.transport_settings.empty()) line("#  transport settings: %s\n", r.transport_settings.c_str());
   line("#  algo: %s  iters: %d  warmup: %d  streams: %d  batch: %lld ops / %s  window: %d%s  staging: %s  check: %s\n",
