@@ -252,10 +252,11 @@ def machine_cores(f, rec):
         return rec["host_cores"][0]
     for h in glob.glob(os.path.join(os.path.dirname(f), "host_*.json")):
         try:
-            if json.load(open(h)).get("cores"):
-                return json.load(open(h))["cores"]
+            cores = json.load(open(h)).get("cores")
         except (OSError, ValueError):
-            pass
+            cores = None
+        if cores:
+            return cores
     try:
         m = re.search(r"^# machine: (\d+) cores", open(os.path.join(os.path.dirname(f), "cpu_waits.log")).read(), re.M)
         return int(m.group(1)) if m else None
@@ -353,16 +354,16 @@ for f, name, rec in records:
                      "measured_ms": meas, "predicted_ms": pred, "error": err, "effective_gbps": eff, "same": same})
         if phase == "total":
             errors.append(abs(err))
-# Spread: rows of one plan, schedule flags and phase whose predicted / measured ratios lie more than
-# 5/3 apart (the records' machines differing in ways their host files do not show, or runs that differ
-# from call to call). No prediction scaled alike for the group is within 25 % of all of them.
+# Spread (see the header): each group's predicted / measured ratios, lowest and highest, once.
 groups = {}
 for r in rows:
     groups.setdefault(r["same"], []).append(r)
-for r in rows:
-    ratios = [g["predicted_ms"] / g["measured_ms"] for g in groups[r["same"]]]
-    r["group_spread"] = max(ratios) / min(ratios)
-    r["group_rows"] = len(ratios)
+spans = {}
+for key, g in groups.items():
+    ratios = [r["predicted_ms"] / r["measured_ms"] for r in g]
+    spans[key] = (min(ratios), max(ratios))
+    for r in g:
+        r["group_spread"], r["group_rows"] = max(ratios) / min(ratios), len(g)
 if errors:
     within = sum(1 for r in rows if abs(r["error"]) <= 0.25)
     print("calibrate: %d runs, mean |error| of totals %.1f %%, worst %.1f %%; %d of %d rows within 25 %%" %
@@ -385,10 +386,9 @@ if errors:
             print("calibrate: out: %s %s %s %+.1f %%" % (r["name"], r["algo"], r["phase"], 100 * r["error"]))
     wide = [g for g in groups.values() if g[0]["group_spread"] > 5 / 3]
     for g in wide:
+        lo, hi = spans[g[0]["same"]]
         print("calibrate: spread: %s %s over %d records: predicted / measured %.2f..%.2f (%.2fx)" % (
-              g[0]["name"].split(":")[0].split("/")[-1], g[0]["phase"], len(g),
-              min(r["predicted_ms"] / r["measured_ms"] for r in g), max(r["predicted_ms"] / r["measured_ms"] for r in g),
-              g[0]["group_spread"]))
+              g[0]["name"].split(":")[0].split("/")[-1], g[0]["phase"], len(g), lo, hi, hi / lo))
     if wide:
         n = sum(len(g) for g in wide)
         print("calibrate: %d rows in %d groups of one plan, flags and phase spread more than 5/3 apart: no one scale "

@@ -25,7 +25,7 @@ SystemModel copy_in_copy_out(int64_t host_cores) {
 TEST(SimulateCores, MoreRanksThanCoresSlowEachRanksTransfers) {
   const Plan p = bucket_over(7);
   ASSERT_EQ(p.groups[p.buckets[0].group].ranks.size(), 8u);
-  const double u = static_cast<double>(p.buckets[0].bytes) / 1e9;
+  const double u = test::bucket_seconds(p);
   EXPECT_NEAR(simulate(p, copy_in_copy_out(0)).misc_seconds, 2 * u, 1e-12);
   EXPECT_NEAR(simulate(p, copy_in_copy_out(8)).misc_seconds, 2 * u, 1e-12);
   EXPECT_NEAR(simulate(p, copy_in_copy_out(16)).misc_seconds, 2 * u, 1e-12);
@@ -37,7 +37,7 @@ TEST(SimulateCores, MoreRanksThanCoresSlowEachRanksTransfers) {
 TEST(SimulateCores, TheFanRateTakesTheSameShare) {
   const Plan p = bucket_over(3);
   ASSERT_EQ(p.groups[p.buckets[0].group].ranks.size(), 4u);
-  const double u = static_cast<double>(p.buckets[0].bytes) / 1e9;
+  const double u = test::bucket_seconds(p);
   SystemModel m = copy_in_copy_out(0);
   m.fan_gbps = 2;
   EXPECT_NEAR(simulate(p, m).misc_seconds, 2 * u, 1e-12);

@@ -65,7 +65,7 @@ TEST(SimulateFan, ConsecutiveBroadcastsOverlapAcrossTheTree) {
 TEST(SimulateFan, LinearRootSendsAtTheFanRate) {
   const Plan p = bucket_over(3);
   ASSERT_EQ(p.groups[p.buckets[0].group].ranks.size(), 4u);
-  const double u = static_cast<double>(p.buckets[0].bytes) / 1e9;
+  const double u = test::bucket_seconds(p);
   EXPECT_NEAR(simulate(p, libnbc(2)).misc_seconds, 2 * u, 1e-12);
   EXPECT_NEAR(simulate(p, libnbc(0)).misc_seconds, 3 * u, 1e-12);
 }

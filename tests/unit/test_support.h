@@ -60,6 +60,9 @@ inline Plan bucket_over(int gen, const std::string& name) {
   return plan_reshard(model, system_of(1, 1, 1, 1, gen, 1), PlanOptions{});
 }
 
+// u: the bucket's bytes through one unit_links link, in seconds.
+inline double bucket_seconds(const Plan& p) { return static_cast<double>(p.buckets.at(0).bytes) / 1e9; }
+
 // Links at 1 GB/s full duplex, no copies, latency or per-op costs; MPI broadcasts linear up to 4
 // members, binomial from `binomial_min`.
 inline SystemModel unit_links(const std::string& name, int64_t binomial_min) {
