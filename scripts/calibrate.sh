@@ -17,7 +17,10 @@
 #   machine line), and the
 #   window-per-stream calls' results/gpu/window_per_stream/{ipc,cpu,defaults/ipc,repeat/run{1,2}}/*.json,
 #   and the device host's CPU set measured with its fan rate, results/gpu/fan_check/cpu/*.json, and
-#   the device host's CPU sets measured after --host-cores was fitted, results/gpu/host_cores/run{1,2}:
+#   the device host's CPU sets measured after --host-cores was fitted, results/gpu/host_cores/run{1,2},
+#   and the VM's sets at b00ac85, results/cpu_waits_vm/full/run{1,2} (every config, minutes apart) and
+#   results/cpu_waits_vm/bind/{unbound,bound1,bound2,bound3} (b16, c24, d32 at the bench flags, BIND=core
+#   or not, one after another):
 #             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -168,7 +171,10 @@ fi
                                   results/gpu/window_per_stream/defaults/ipc
                                   results/gpu/window_per_stream/repeat/run1 results/gpu/window_per_stream/repeat/run2
                                   results/gpu/fan_check/cpu
-                                  results/gpu/host_cores/run1 results/gpu/host_cores/run2)
+                                  results/gpu/host_cores/run1 results/gpu/host_cores/run2
+                                  results/cpu_waits_vm/full/run1 results/cpu_waits_vm/full/run2
+                                  results/cpu_waits_vm/bind/unbound results/cpu_waits_vm/bind/bound1
+                                  results/cpu_waits_vm/bind/bound2 results/cpu_waits_vm/bind/bound3)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, os, re, shlex, subprocess, sys
 
@@ -263,6 +269,16 @@ def machine_cores(f, rec):
     except OSError:
         return None
 
+def ranks_bound(f, rec):
+    # Whether mpirun bound the ranks: the record's rank_cpus (each rank's allowed CPUs, records from
+    # 2026-12-04 on) narrower than its host, else the "# binding: core" line of the cpu_waits.log beside it.
+    if rec.get("rank_cpus") and rec.get("host_cores"):
+        return max(rec["rank_cpus"]) < min(rec["host_cores"])
+    try:
+        return re.search(r"^# binding: core", open(os.path.join(os.path.dirname(f), "cpu_waits.log")).read(), re.M) is not None
+    except OSError:
+        return False
+
 def host_flags(f, rec):
     # A CPU record's own machine: host_<world>.json beside it (scripts/calibrate.sh --measure-host at the
     # run's rank count, made in the same call as the runs); the preset's constants from it, derived as
@@ -345,8 +361,9 @@ for f, name, rec in records:
                      "%+.1f%%" % (err * 100), "%.3f" % eff))
         # The same build (the record's, else gpu_env.json's), machine, plan, schedule flags and phase,
         # measured in other calls too (see "spread" below): the machine is the preset and, for CPU
-        # records, the host's core count.
+        # records, the host's core count and whether mpirun bound the ranks.
         same = json.dumps([(rec.get("build") or {}).get("git") or run_commit(f), sysname, machine_cores(f, rec),
+                           ranks_bound(f, rec),
                            rec["plan"]["fingerprint"], a.get("transport"), a.get("algo", "reshard"), mode] +
                           args[args.index("--streams"):args.index("--window") + 2] + [args[-1], phase])
         rows.append({"record": f, "run": run_commit(f), "name": name, "algo": a.get("algo", "reshard"), "system": sysname,

@@ -13,6 +13,9 @@
 #                            machine's copy and MPI rates, which calibrate.sh simulates these records with
 #   cpu_waits.log            every command and its output, with the machine
 # usage: scripts/cpu_waits_bench.sh [--build DIR]   (env: OUT, ITERS default 3, CONFIGS default all,
+#        BIND=core: each rank bound to one core, round robin (mpirun --bind-to core:overload-allowed
+#        --map-by core), so a launch cannot place its ranks differently from the one before; default
+#        unbound (Open MPI's default: no binding when oversubscribed), as every record before 2026-12-04
 #        PLAN_DIR: a folder holding NAME.json plans to copy instead of planning: the plans take --exclude,
 #        a regex, which a build without RE2 refuses, e.g. the device's; fingerprints are checked by calibrate)
 # Memory: at most ~13 GiB for all ranks of a 32-rank config (the plan summary's bound); one run at a time.
@@ -42,6 +45,13 @@ declare -A FLAGS=(
   [perrank]="--window-per-rank --staging-bytes 256Mi"
   [perstream]="--window-per-stream --staging-bytes 256Mi"
 )
+BIND_FLAGS=()
+case ${BIND:-} in
+  '') ;;
+  core) BIND_FLAGS=(--bind-to core:overload-allowed --map-by core) ;;
+  *) echo "cpu_waits_bench.sh: BIND must be core or empty, not '$BIND'" >&2; exit 2 ;;
+esac
+say "# binding: ${BIND:-none} (BIND=core: one core each, round robin)"
 rm -f "$OUT"/host_*.json  # measured afresh, beside the records they describe
 for cfg in ${CONFIGS:-$ALL}; do
   IFS=: read -r name tg tr gg ge fanout <<<"$cfg"
@@ -64,7 +74,7 @@ for cfg in ${CONFIGS:-$ALL}; do
   for f in ${FLAGSETS:-bench waits}; do
     rec=$OUT/${name}_$f.json
     # shellcheck disable=SC2086
-    cmd=(mpirun --oversubscribe -np "$np" "$RESHARD" run --plan "$plan" --check --iters "$ITERS"
+    cmd=(mpirun --oversubscribe ${BIND_FLAGS[@]+"${BIND_FLAGS[@]}"} -np "$np" "$RESHARD" run --plan "$plan" --check --iters "$ITERS"
          --warmup 1 ${FLAGS[$f]} --json "$rec" --force)
     say "\$ ${cmd[*]}"
     "${cmd[@]}" >>"$LOG" 2>&1

@@ -1,6 +1,7 @@
 // The run report: reductions over ranks, the text table and the JSON record.
 #include "report.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,16 +70,25 @@ namespace {
 // (sysconf) and how many ranks run there: more ranks than cores slows a host without single copy
 // (docs/performance.md, "Oversubscribed hosts").
 void add_hosts(Control& ctl, RunReport& rep) {
-  constexpr int64_t kName = 60, kLen = kName + 4;
+  constexpr int64_t kName = 60, kLen = kName + 8;  // name, cores, the rank's allowed CPUs
   std::vector<uint8_t> mine(kLen, 0);
   char host[kName] = {};
   ::gethostname(host, kName - 1);
   std::memcpy(mine.data(), host, std::strlen(host));
   const int32_t cores = static_cast<int32_t>(std::max(::sysconf(_SC_NPROCESSORS_ONLN), 1L));
   std::memcpy(mine.data() + kName, &cores, sizeof cores);
+  // Bound or free: mpirun binds ranks (--bind-to core) or leaves them to the scheduler (Open MPI's
+  // default when oversubscribed), which places them afresh at each launch.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int32_t cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : cores;
+  std::memcpy(mine.data() + kName + sizeof cores, &cpus, sizeof cpus);
   const std::vector<uint8_t> all = ctl.allgather(mine, kLen);
   for (int r = 0; r < ctl.size(); ++r) {
     const char* at = reinterpret_cast<const char*>(all.data() + kLen * r);
+    int32_t allowed = 0;
+    std::memcpy(&allowed, at + kName + sizeof cores, sizeof allowed);
+    rep.rank_cpus.push_back(allowed);
     const std::string h(at, strnlen(at, kName));
     const auto it = std::find(rep.hosts.begin(), rep.hosts.end(), h);
     if (it != rep.hosts.end()) {
@@ -196,7 +206,14 @@ std::string format_header(const RunReport& r, const RunArgs& a, const std::strin
                  std::to_string(r.host_cores[i]) + " cores)";
     }
     if (r.hosts.size() > 4) hosts += ", ... (" + std::to_string(r.hosts.size()) + " hosts)";
-    line("#  hosts: %s%s\n", hosts.c_str(), over ? "; more ranks than cores: the ranks take turns on them" : "");
+    // Bound: every rank's affinity narrower than its host (a core's hardware threads, say).
+    const int widest = r.rank_cpus.empty() ? 0 : *std::max_element(r.rank_cpus.begin(), r.rank_cpus.end());
+    const bool bound = widest > 0 && widest < *std::min_element(r.host_cores.begin(), r.host_cores.end());
+    const std::string binding = bound ? "; each rank bound to " + std::to_string(widest) +
+                                            (widest == 1 ? " CPU" : " CPUs at most")
+                                      : "";
+    line("#  hosts: %s%s%s\n", hosts.c_str(), over ? "; more ranks than cores: the ranks take turns on them" : "",
+         binding.c_str());
   }
   if (!r.device.empty()) line("#  device: %s (rank 0)\n", r.device.c_str());
   if (!r.transport_settings.empty()) line("#  transport settings: %s\n", r.transport_settings.c_str());
@@ -336,6 +353,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
          {"hosts", r.hosts},
          {"host_cores", r.host_cores},
          {"host_ranks", r.host_ranks},
+         {"rank_cpus", r.rank_cpus},
          {"build", build_json()},
          {"versions", {{"reshard", RESHARD_VERSION}, {"mpi_library", mpi_library}, {"transport", transport_version}}},
          {"world_size", world},

@@ -61,6 +61,7 @@ struct RunReport {
   std::vector<std::string> hosts;   // distinct host names of the ranks, in rank order
   std::vector<int> host_cores;      // per host: its online CPU cores (what `simulate --host-cores` takes)
   std::vector<int> host_ranks;      // per host: the ranks on it
+  std::vector<int> rank_cpus;       // per rank: the CPUs its affinity mask lets it run on (1: bound)
 };
 
 // The record `run --json` writes when a run ends in an error every rank agreed on (bad flags, plan,
