@@ -28,6 +28,12 @@ OUT=${OUT:-results/cpu_waits}
 ITERS=${ITERS:-3}
 RESHARD=$BUILD/apps/reshard/reshard
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+BIND_FLAGS=()
+case ${BIND:-} in
+  '') ;;
+  core) BIND_FLAGS=(--bind-to core:overload-allowed --map-by core) ;;
+  *) echo "cpu_waits_bench.sh: BIND must be core or empty, not '$BIND'" >&2; exit 2 ;;
+esac
 mkdir -p "$OUT/plans"
 LOG=$OUT/cpu_waits.log
 : >"$LOG"
@@ -45,12 +51,6 @@ declare -A FLAGS=(
   [perrank]="--window-per-rank --staging-bytes 256Mi"
   [perstream]="--window-per-stream --staging-bytes 256Mi"
 )
-BIND_FLAGS=()
-case ${BIND:-} in
-  '') ;;
-  core) BIND_FLAGS=(--bind-to core:overload-allowed --map-by core) ;;
-  *) echo "cpu_waits_bench.sh: BIND must be core or empty, not '$BIND'" >&2; exit 2 ;;
-esac
 say "# binding: ${BIND:-none} (BIND=core: one core each, round robin)"
 rm -f "$OUT"/host_*.json  # measured afresh, beside the records they describe
 for cfg in ${CONFIGS:-$ALL}; do
