@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The result scripts on committed records (label unit: python3 only, no GPU): each case regenerates a
 # committed report byte for byte, or checks a script's verdict.
-#   scripts_test.sh SOURCE_DIR CASE
+#   scripts_test.sh SOURCE_DIR CASE [BUILD_DIR]   (BUILD_DIR: the build whose reshard a case runs)
 set -uo pipefail
 ROOT=$1
 CASE=$2
+BUILD=${3:-build}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$ROOT" || exit 1
@@ -86,6 +87,24 @@ for k in ("memcpy_one_rank_gbps", "memcpy_all_ranks_aggregate_gbps", "p2p_one_pa
     assert h[k] > 0, k
 assert h["root_sends_3_ms"] > h["root_sends_1_ms"]  # three whole messages take longer than one
 assert h["cores"] == int(sys.argv[2]), h["cores"]  # the host's nproc: simulate --host-cores
+PY
+    ;;
+  cpu_waits_bench_bind)  # BIND=core: a 4-rank config, each rank bound to one CPU (the record and the log say so)
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    if BIND=socket OUT="$T/bad" bash scripts/cpu_waits_bench.sh --build "$BUILD" >"$T/out" 2>"$T/err"; then
+      fail "BIND=socket was taken"
+    fi
+    grep -q "BIND must be core or empty, not 'socket'" "$T/err" || fail "no message: $(cat "$T/err")"
+    [ ! -e "$T/bad" ] || fail "a refused BIND left $T/bad"
+    BIND=core CONFIGS="t4:2:tp=1,pp=2:2:tp=2" FLAGSETS=bench ITERS=1 OUT="$T/good" \
+      bash scripts/cpu_waits_bench.sh --build "$BUILD" >"$T/out" 2>"$T/err" || fail "exited $?: $(cat "$T/err")"
+    grep -q "^# binding: core" "$T/good/cpu_waits.log" || fail "no binding line: $(head -3 "$T/good/cpu_waits.log")"
+    grep -q "each rank bound to 1 CPU" "$T/good/cpu_waits.log" || fail "the run's hosts line says no binding"
+    python3 - "$T/good/t4_bench.json" <<'PY' || fail "bad record"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "ok" and r["wrong"] == 0, r["status"]
+assert r["rank_cpus"] == [1, 1, 1, 1], r["rank_cpus"]
 PY
     ;;
   latency_probe)  # scripts/latency_probe.cpp builds and prints its JSON line at 4 ranks (k = 1, 2 pairs)
