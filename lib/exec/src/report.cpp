@@ -68,7 +68,7 @@ namespace {
 
 // Every rank's host name, once each, in rank order of first appearance, with the host's online cores
 // (sysconf) and how many ranks run there: more ranks than cores slows a host without single copy
-// (docs/performance.md, "Oversubscribed hosts").
+// (docs/performance.md, "Oversubscribed hosts"). Also each rank's allowed CPUs (its affinity).
 void add_hosts(Control& ctl, RunReport& rep) {
   constexpr int64_t kName = 60, kLen = kName + 8;  // name, cores, the rank's allowed CPUs
   std::vector<uint8_t> mine(kLen, 0);
