@@ -1,11 +1,14 @@
 // Probe for issue 18's oversubscribed CPU runs (scripts/oversub_probe.sh): does a world larger than
 // the host's cores slow the ranks that work, when the others only wait (in a barrier, polling)?
-// Prints one JSON line: 8-byte ping-pong latency (one pair; every pair at once), and the point-to-point
-// rate of k pairs at once (rank i < k sends 64 MiB to rank half + i) for several k, the rest idle.
+// Prints one JSON line: 8-byte ping-pong latency (one pair; every pair at once; one pair while every
+// other rank copies memory, as in a reshard's stages where the ranks not in a hand-off pack, unpack
+// or copy), and the point-to-point rate of k pairs at once (rank i < k sends 64 MiB to rank half + i)
+// for several k, the rest idle.
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,22 @@ int main(int argc, char** argv) {
   };
   const double one = median_time([&] { pingpong(1); }, 7) / (2.0 * trips);
   const double all = median_time([&] { pingpong(half); }, 7) / (2.0 * trips);
+  // Busy: ranks 0 and half ping-pong while the others copy 4 MiB chunks until the pair is done (a
+  // non-blocking barrier they test between chunks): where ranks outnumber cores, a hand-off waits for
+  // the copiers sharing its cores to give them up, not for idle ranks that yield at once.
+  const size_t chunk = size_t(4) << 20;
+  std::vector<char> ca(chunk, 1), cb(chunk, 2);
+  const double busy = median_time([&] {
+    MPI_Request done_req;
+    if (rank == 0 || rank == half) {
+      if (half > 0) pingpong(1);
+      MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
+      MPI_Wait(&done_req, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
+      for (int done = 0; !done; MPI_Test(&done_req, &done, MPI_STATUS_IGNORE)) std::memcpy(cb.data(), ca.data(), chunk);
+    }
+  }, 5) / (2.0 * trips);
   const size_t n = size_t(64) << 20;
   std::vector<char> a(n, 1), b(n, 2);
   std::string rates;
@@ -52,7 +71,7 @@ int main(int argc, char** argv) {
   const char* y = std::getenv("OMPI_MCA_mpi_yield_when_idle");
   if (rank == 0)
     std::printf("{\"ranks\": %d, \"latency_one_pair_us\": %.2f, \"latency_all_pairs_us\": %.2f, "
-                "\"pair_gbps_with_k_pairs\": {%s}, \"yield\": \"%s\"}\n",
-                size, one * 1e6, all * 1e6, rates.c_str(), y ? y : "unset");
+                "\"latency_busy_us\": %.2f, \"pair_gbps_with_k_pairs\": {%s}, \"yield\": \"%s\"}\n",
+                size, one * 1e6, all * 1e6, busy * 1e6, rates.c_str(), y ? y : "unset");
   MPI_Finalize();
 }

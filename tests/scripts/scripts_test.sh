@@ -114,7 +114,7 @@ PY
     python3 - "$T/out" <<'PY' || fail "bad probe line: $(cat "$T/out")"
 import json, sys
 h = json.loads(open(sys.argv[1]).read())
-assert h["ranks"] == 4 and h["latency_one_pair_us"] > 0 and h["latency_all_pairs_us"] > 0
+assert h["ranks"] == 4 and h["latency_one_pair_us"] > 0 and h["latency_all_pairs_us"] > 0 and h["latency_busy_us"] > 0
 assert sorted(h["pair_gbps_with_k_pairs"]) == ["1", "2"], h
 assert all(v > 0 for v in h["pair_gbps_with_k_pairs"].values())
 PY
