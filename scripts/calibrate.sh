@@ -21,7 +21,8 @@
 #   and the VM's sets at b00ac85, results/cpu_waits_vm/full/run{1,2} (every config, minutes apart) and
 #   results/cpu_waits_vm/bind/{unbound,bound1,bound2,bound3} (b16, c24, d32 at the bench flags, BIND=core
 #   or not, one after another), and the device host's sets at 91c6f59, bound and free in turn,
-#   results/gpu/host_bind/{bound1,free1,bound2,free2}:
+#   results/gpu/host_bind/{bound1,free1,bound2,free2}, and the window plans at 91c6f59 (window per
+#   stream, 512 MiB staging), results/gpu/window_current/ipc:
 #             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -177,7 +178,8 @@ fi
                                   results/cpu_waits_vm/bind/unbound results/cpu_waits_vm/bind/bound1
                                   results/cpu_waits_vm/bind/bound2 results/cpu_waits_vm/bind/bound3
                                   results/gpu/host_bind/bound1 results/gpu/host_bind/free1
-                                  results/gpu/host_bind/bound2 results/gpu/host_bind/free2)
+                                  results/gpu/host_bind/bound2 results/gpu/host_bind/free2
+                                  results/gpu/window_current/ipc)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, os, re, shlex, subprocess, sys
 
