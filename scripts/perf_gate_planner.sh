@@ -28,7 +28,7 @@ ARGS=(--benchmark_format=json --benchmark_repetitions=10
 # Freed memory stays in the process (glibc: no trimming, no mmap per large block), so the gate times
 # the planner's work, not the VM host re-backing pages the process handed back. On the dev VM, with
 # glibc's defaults, one plan took 136-323 ms within one run (CV 30 %, each repetition re-faulting
-# ~64 MiB of large vectors); kept, 57-58 ms (CV 0.7 %), the sort reference 70-71 ms either way
+# ~64 MiB of large vectors); kept, 57-58 ms (CV 0.65 %), the sort reference 70-71 ms either way
 # (2026-12-05). The planner's memory is its own number: peak_rss_MiB, and results/planner.md.
 export GLIBC_TUNABLES=glibc.malloc.trim_threshold=4294967296:glibc.malloc.mmap_threshold=4294967296
 echo "perf_gate_planner: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
