@@ -22,7 +22,9 @@
 #   results/cpu_waits_vm/bind/{unbound,bound1,bound2,bound3} (b16, c24, d32 at the bench flags, BIND=core
 #   or not, one after another), and the device host's sets at 91c6f59, bound and free in turn,
 #   results/gpu/host_bind/{bound1,free1,bound2,free2}, and the window plans at 91c6f59 (window per
-#   stream, 512 MiB staging), results/gpu/window_current/ipc:
+#   stream, 512 MiB staging), results/gpu/window_current/ipc, and the VM's 20-iteration sets at bac2b24,
+#   results/cpu_waits_vm/iters20/run{1,2}; with single copy (the VM's records), each batch's latency
+#   is the host's busy hand-off: the host file's latency_busy_us, else a handoff.json beside the records:
 #             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -71,6 +73,7 @@ if [ -n "${MEASURE_HOST:-}" ]; then
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+#include "mpi_busy_handoff.h"
 #include "mpi_median_time.h"
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
@@ -141,14 +144,16 @@ int main(int argc, char** argv) {
     MPI_Ibcast(rank == 0 ? a.data() : b.data(), int(n), MPI_BYTE, 0, g, &r);
     MPI_Wait(&r, MPI_STATUS_IGNORE);
   });
+  // A batch's hand-off while the other ranks copy (simulate --latency-us; mpi_busy_handoff.h).
+  const double handoff = busy_handoff_seconds();
   if (rank == 0)
     printf("{\"ranks\": %d, \"memcpy_one_rank_gbps\": %.3f, \"memcpy_all_ranks_aggregate_gbps\": %.3f, "
            "\"p2p_one_pair_gbps\": %.3f, \"p2p_all_pairs_aggregate_gbps\": %.3f, "
            "\"p2p_half_to_half_aggregate_gbps\": %.3f, \"ibcast_256MiB_to_%d_ms\": %.3f, "
-           "\"root_sends_1_ms\": %.3f, \"root_sends_%d_ms\": %.3f, \"fan_gbps\": %.3f}\n",
+           "\"root_sends_1_ms\": %.3f, \"root_sends_%d_ms\": %.3f, \"fan_gbps\": %.3f, \"latency_busy_us\": %.2f}\n",
            size, gb / t1, size * gb / tall, gb / tpair, half * gb / tp2p, half * double(part * half) / 1e9 / tmany,
            size - half, tb * 1e3, ts1 * 1e3, fan_k, tsk * 1e3,
-           fan_k > 1 && tsk > ts1 ? (fan_k - 1) * gb / (tsk - ts1) : 0.0);
+           fan_k > 1 && tsk > ts1 ? (fan_k - 1) * gb / (tsk - ts1) : 0.0, handoff * 1e6);
   if (g != MPI_COMM_NULL) MPI_Comm_free(&g);
   MPI_Finalize();
 }
@@ -179,7 +184,8 @@ fi
                                   results/cpu_waits_vm/bind/bound2 results/cpu_waits_vm/bind/bound3
                                   results/gpu/host_bind/bound1 results/gpu/host_bind/free1
                                   results/gpu/host_bind/bound2 results/gpu/host_bind/free2
-                                  results/gpu/window_current/ipc)
+                                  results/gpu/window_current/ipc
+                                  results/cpu_waits_vm/iters20/run1 results/cpu_waits_vm/iters20/run2)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, os, re, shlex, subprocess, sys
 
@@ -309,9 +315,21 @@ def host_flags(f, rec):
             fan = json.load(open(os.path.join(os.path.dirname(f), "fan.json")))["fan_gbps"]
         except (OSError, ValueError, KeyError):
             fan = 0
+    # With single copy, a batch's hand-off while the others copy (mpi_busy_handoff.h) as its latency:
+    # the host file's, else the handoff.json beside the records (the same machine's probe,
+    # scripts/latency_probe.cpp, at this rank count); without either, the preset's. Not without single
+    # copy: there --host-cores, fitted to those hosts' oversubscribed records, already carries what
+    # sharing the cores costs, and the hand-off on top counted it twice (986 against 1051 of 1355 rows,
+    # docs/performance.md "Hand-offs").
+    handoff = None if none else h.get("latency_busy_us")
+    if handoff is None and not none:
+        try:
+            handoff = json.load(open(os.path.join(os.path.dirname(f), "handoff.json")))["latency_busy_us"].get(str(world))
+        except (OSError, ValueError, KeyError):
+            handoff = None
     # Without single copy, the host's cores (simulate --host-cores).
     cores = machine_cores(f, rec)
-    return (["--fan-gbps", "%.3f" % fan] if fan else []) + (["--host-cores", str(cores)] if none and cores else []) + [
+    return (["--latency-us", "%.2f" % handoff] if handoff else []) + (["--fan-gbps", "%.3f" % fan] if fan else []) + (["--host-cores", str(cores)] if none and cores else []) + [
             "--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
             "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
             "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / many)] + (["--sender-copies"] if none else [])

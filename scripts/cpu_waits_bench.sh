@@ -12,20 +12,21 @@
 #   host_NP.json             scripts/calibrate.sh --measure-host NP before the runs of NP ranks: this
 #                            machine's copy and MPI rates, which calibrate.sh simulates these records with
 #   cpu_waits.log            every command and its output, with the machine
-# usage: scripts/cpu_waits_bench.sh [--build DIR]   (env: OUT, ITERS default 3, CONFIGS default all,
+# usage: scripts/cpu_waits_bench.sh [--build DIR]   (env: OUT, ITERS default 20 (3 before 2026-12-05: on the
+#        2-core VM one stalled iteration of 3 set a stage's mean), CONFIGS default all,
 #        BIND=core: each rank bound to one core, round robin (mpirun --bind-to core:overload-allowed
 #        --map-by core), so a launch cannot place its ranks differently from the one before; default
 #        unbound (Open MPI's default: no binding when oversubscribed), as every record before 2026-12-04
 #        PLAN_DIR: a folder holding NAME.json plans to copy instead of planning: the plans take --exclude,
 #        a regex, which a build without RE2 refuses, e.g. the device's; fingerprints are checked by calibrate)
 # Memory: at most ~13 GiB for all ranks of a 32-rank config (the plan summary's bound); one run at a time.
-# Time: about 6 min on the 2-core VM, 1.5 min on the device's 16-core host.
+# Time: about 17 min on the 2-core VM at ITERS=20 (11 min at 3); 1.5 min on the device's 16-core host at 3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${RESHARD_BUILD_DIR:-build}
 [ "${1:-}" = --build ] && BUILD=$2
 OUT=${OUT:-results/cpu_waits}
-ITERS=${ITERS:-3}
+ITERS=${ITERS:-20}
 RESHARD=$BUILD/apps/reshard/reshard
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 BIND_FLAGS=()

@@ -8,10 +8,10 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "mpi_busy_handoff.h"
 #include "mpi_median_time.h"
 
 int main(int argc, char** argv) {
@@ -37,22 +37,7 @@ int main(int argc, char** argv) {
   };
   const double one = median_time([&] { pingpong(1); }, 7) / (2.0 * trips);
   const double all = median_time([&] { pingpong(half); }, 7) / (2.0 * trips);
-  // Busy: ranks 0 and half ping-pong while the others copy 4 MiB chunks until the pair is done (a
-  // non-blocking barrier they test between chunks): where ranks outnumber cores, a hand-off waits for
-  // the copiers sharing its cores to give them up, not for idle ranks that yield at once.
-  const size_t chunk = size_t(4) << 20;
-  std::vector<char> ca(chunk, 1), cb(chunk, 2);
-  const double busy = median_time([&] {
-    MPI_Request done_req;
-    if (rank == 0 || rank == half) {
-      pingpong(1);  // returns at once where there is no pair (one rank)
-      MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
-      MPI_Wait(&done_req, MPI_STATUS_IGNORE);
-    } else {
-      MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
-      for (int done = 0; !done; MPI_Test(&done_req, &done, MPI_STATUS_IGNORE)) std::memcpy(cb.data(), ca.data(), chunk);
-    }
-  }, 5) / (2.0 * trips);
+  const double busy = busy_handoff_seconds(trips);  // mpi_busy_handoff.h
   const size_t n = size_t(64) << 20;
   std::vector<char> a(n, 1), b(n, 2);
   std::string rates;

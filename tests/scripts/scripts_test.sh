@@ -89,6 +89,38 @@ assert h["root_sends_3_ms"] > h["root_sends_1_ms"]  # three whole messages take 
 assert h["cores"] == int(sys.argv[2]), h["cores"]  # the host's nproc: simulate --host-cores
 PY
     ;;
+  calibrate_handoff)  # with single copy a CPU record's batches cost the host's busy hand-off (host file, else
+    # handoff.json beside the record); without single copy (--host-cores' hosts) they do not
+    d="$T/set"; mkdir -p "$d"
+    cp results/cpu_waits_vm/iters20/run1/a16_waits.json "$d/"
+    predict() { RESHARD_BUILD_DIR=$BUILD bash scripts/calibrate.sh --json "$T/c.json" "$d" >"$T/out" 2>&1 ||
+                  fail "calibrate exited $?: $(tail -3 "$T/out")"
+                python3 -c 'import json,sys; print([r["predicted_ms"] for r in json.load(open(sys.argv[1]))["rows"] if r["phase"] == "total"][0])' "$T/c.json"; }
+    host() {  # host_16.json: the record's own, with single copy $1 and latency_busy_us $2 (none: left out)
+      python3 - results/cpu_waits_vm/iters20/run1/host_16.json "$d/host_16.json" "$1" "$2" <<'PY'
+import json, sys
+h = json.load(open(sys.argv[1]))
+h["single_copy_mechanism"] = sys.argv[3]
+if sys.argv[4] != "none":
+    h["latency_busy_us"] = float(sys.argv[4])
+json.dump(h, open(sys.argv[2], "w"))
+PY
+    }
+    host cma none; base=$(predict)
+    echo '{"latency_busy_us": {"16": 1000.0}}' >"$d/handoff.json"; beside=$(predict)
+    host cma 2000; own=$(predict)
+    host none 2000; copyin=$(predict); rm "$d/handoff.json"; host none none; copyin0=$(predict)
+    # a16 at the waits flags: the slowest rank's 124 batches, each charged the hand-off once (its
+    # broadcasts a multiple of it), so each microsecond adds at least 0.124 ms
+    echo "total predicted: base $base, handoff.json $beside, host file $own, copy-in $copyin / $copyin0 ms"
+    python3 - "$base" "$beside" "$own" "$copyin" "$copyin0" <<'PY' || fail "base $base beside $beside own $own copy-in $copyin / $copyin0"
+import sys
+base, beside, own, copyin, copyin0 = map(float, sys.argv[1:])
+assert beside - base >= 0.124 * (1000 - 2), (base, beside)  # the preset charges 2 us
+assert own - beside >= 0.124 * 1000, (beside, own)          # the host file's wins over handoff.json
+assert copyin == copyin0, (copyin, copyin0)                 # ignored without single copy
+PY
+    ;;
   cpu_waits_bench_bind)  # BIND=core: a 4-rank config, each rank bound to one CPU (the record and the log say so)
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     if BIND=socket OUT="$T/bad" bash scripts/cpu_waits_bench.sh --build "$BUILD" >"$T/out" 2>"$T/err"; then

@@ -1,0 +1,44 @@
+// The busy hand-off (scripts/latency_probe.cpp, scripts/calibrate.sh --measure-host): the one-way time
+// of an 8-byte ping-pong between ranks 0 and size / 2 while every other rank copies 4 MiB chunks until
+// the pair is done (a non-blocking barrier it tests between chunks). Where ranks outnumber cores, a
+// hand-off waits for the copiers sharing its cores to give them up, not for idle ranks that yield at
+// once; reshard's stages are like that (the ranks not in a hand-off pack, unpack or copy). Median over
+// `reps` (mpi_median_time.h); seconds, the same on every rank.
+#pragma once
+#include <mpi.h>
+
+#include <cstring>
+#include <vector>
+
+#include "mpi_median_time.h"
+
+inline double busy_handoff_seconds(int trips = 200, int reps = 5) {
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const int half = size / 2;
+  char buf[8] = {};
+  const size_t chunk = size_t(4) << 20;
+  std::vector<char> ca(chunk, 1), cb(chunk, 2);
+  const double t = median_time([&] {
+    MPI_Request done_req;
+    if ((rank == 0 || rank == half) && half > 0) {
+      const int peer = rank == 0 ? half : 0;
+      for (int i = 0; i < trips; ++i) {
+        if (rank == 0) {
+          MPI_Send(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
+          MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+          MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          MPI_Send(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
+        }
+      }
+      MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
+      MPI_Wait(&done_req, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
+      for (int done = 0; !done; MPI_Test(&done_req, &done, MPI_STATUS_IGNORE)) std::memcpy(cb.data(), ca.data(), chunk);
+    }
+  }, reps);
+  return t / (2.0 * trips);
+}
