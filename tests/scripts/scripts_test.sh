@@ -151,6 +151,26 @@ assert sorted(h["pair_gbps_with_k_pairs"]) == ["1", "2"], h
 assert all(v > 0 for v in h["pair_gbps_with_k_pairs"].values())
 PY
     ;;
+  stall_probes)  # scripts/stall_probes/*.cpp build and print their JSON lines (short runs, 4 ranks)
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    g++ -O2 -std=c++17 -pthread scripts/stall_probes/idle_gaps.cpp -o "$T/ig" || fail "idle_gaps: g++ exited $?"
+    g++ -O2 -std=c++17 scripts/stall_probes/yield_crowd.cpp -o "$T/yc" || fail "yield_crowd: g++ exited $?"
+    mpicxx -O2 -std=c++17 scripts/stall_probes/mpi_stages.cpp -o "$T/ms" || fail "mpi_stages: mpicxx exited $?"
+    "$T/ig" 1 >"$T/ig.out" || fail "idle_gaps exited $?"
+    "$T/yc" 3 1 30 >"$T/yc.out" || fail "yield_crowd exited $?"
+    mpirun --oversubscribe -np 4 "$T/ms" 6 2 2 1 >"$T/ms.out" 2>"$T/err" || fail "mpi_stages exited $?: $(cat "$T/err")"
+    python3 - "$T" "$(nproc)" <<'PY' || fail "bad probe lines: $(cat "$T"/*.out)"
+import json, sys
+t, cores = sys.argv[1], int(sys.argv[2])
+ig = [json.loads(l) for l in open(t + "/ig.out")]
+assert sorted(x["core"] for x in ig) == list(range(cores)) and all(x["seconds"] == 1 for x in ig), ig
+yc = [json.loads(l) for l in open(t + "/yc.out")]
+assert sorted(x["process"] for x in yc) == [0, 1, 2] and all(x["turns"] > 0 for x in yc), yc
+ms = json.loads(open(t + "/ms.out").read())
+assert (ms["ranks"], ms["pairs"], ms["messages"], ms["copy"], ms["stages"]) == (4, 2, 2, 1, 6), ms
+assert 0 < ms["median_ms"] <= ms["max_ms"] and all(0 <= s < 6 for s in ms["stalled_stages"]), ms
+PY
+    ;;
   bcast_probe)  # scripts/bcast_probe.cpp builds and prints every measurement at 4 ranks, 1 MiB
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     mpicxx -O2 -std=c++17 scripts/bcast_probe.cpp -o "$T/bp" || fail "mpicxx exited $?"
