@@ -12,7 +12,8 @@
 #   8-rank plan also as --fanout direct, results/gpu/window_direct/ipc/*.json, and the CPU MPI runs of
 #   scripts/cpu_waits_bench.sh on the 2-core VM and the device machine's 16-core host,
 #   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them, and its
-#   broadcast fan rate, or where it predates that measurement a fan.json beside them, and without
+#   broadcast fan rate, or where it predates that measurement the nearest fan.json in their folder or
+#   above, up to results/, and without
 #   single copy its cores: the record's host_cores, else the host file's, else the cpu_waits.log's
 #   machine line), and the
 #   window-per-stream calls' results/gpu/window_per_stream/{ipc,cpu,defaults/ipc,repeat/run{1,2}}/*.json,
@@ -24,7 +25,8 @@
 #   results/gpu/host_bind/{bound1,free1,bound2,free2}, and the window plans at 91c6f59 (window per
 #   stream, 512 MiB staging), results/gpu/window_current/ipc, and the VM's 20-iteration sets at bac2b24,
 #   results/cpu_waits_vm/iters20/run{1,2}; with single copy (the VM's records), each batch's latency
-#   is the host's busy hand-off: the host file's latency_busy_us, else a handoff.json beside the records:
+#   is the host's busy hand-off: the host file's latency_busy_us, else the nearest handoff.json in the
+#   records' folder or above (one per machine: results/cpu_waits_vm/, results/cpu_waits/):
 #             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -290,6 +292,20 @@ def ranks_bound(f, rec):
     except OSError:
         return False
 
+def beside(f, name):
+    # A JSON file that describes the machine of the records in f's folder: the nearest `name` in that
+    # folder or one above it, up to results/ or the repository's root (one file serves the sets of one
+    # machine); {} if none.
+    d = os.path.dirname(os.path.abspath(f))
+    while True:
+        try:
+            return json.load(open(os.path.join(d, name)))
+        except (OSError, ValueError):
+            pass
+        if os.path.basename(d) == "results" or os.path.exists(os.path.join(d, ".git")) or os.path.dirname(d) == d:
+            return {}
+        d = os.path.dirname(d)
+
 def host_flags(f, rec):
     # A CPU record's own machine: host_<world>.json beside it (scripts/calibrate.sh --measure-host at the
     # run's rank count, made in the same call as the runs); the preset's constants from it, derived as
@@ -309,24 +325,15 @@ def host_flags(f, rec):
     none = h.get("single_copy_mechanism", "cma") == "none"
     # The broadcast's fan rate: the host file's (measured with it), else fan.json beside the records (the
     # device host's, measured in a later call by scripts/bcast_probe.cpp); without either, not modelled.
-    fan = h.get("fan_gbps")
-    if not fan:
-        try:
-            fan = json.load(open(os.path.join(os.path.dirname(f), "fan.json")))["fan_gbps"]
-        except (OSError, ValueError, KeyError):
-            fan = 0
+    fan = h.get("fan_gbps") or beside(f, "fan.json").get("fan_gbps", 0)
     # With single copy, a batch's hand-off while the others copy (mpi_busy_handoff.h) as its latency:
     # the host file's, else the handoff.json beside the records (the same machine's probe,
     # scripts/latency_probe.cpp, at this rank count); without either, the preset's. Not without single
     # copy: there --host-cores, fitted to those hosts' oversubscribed records, already carries what
     # sharing the cores costs, and the hand-off on top counted it twice (986 against 1051 of 1355 rows,
-    # docs/performance.md "Hand-offs").
-    handoff = None if none else h.get("latency_busy_us")
-    if handoff is None and not none:
-        try:
-            handoff = json.load(open(os.path.join(os.path.dirname(f), "handoff.json")))["latency_busy_us"].get(str(world))
-        except (OSError, ValueError, KeyError):
-            handoff = None
+    # docs/performance.md "Twenty iterations, and the hand-off in the model").
+    handoff = None if none else (h.get("latency_busy_us") or
+                                 beside(f, "handoff.json").get("latency_busy_us", {}).get(str(world)))
     # Without single copy, the host's cores (simulate --host-cores).
     cores = machine_cores(f, rec)
     return (["--latency-us", "%.2f" % handoff] if handoff else []) + (["--fan-gbps", "%.3f" % fan] if fan else []) + (["--host-cores", str(cores)] if none and cores else []) + [

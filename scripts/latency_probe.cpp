@@ -20,20 +20,10 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int half = size / 2, trips = 200;
-  char buf[8] = {};
   auto pingpong = [&](int pairs) {
     const int i = rank < half ? rank : rank - half;
     if (i >= pairs || rank >= 2 * half) return;
-    const int peer = rank < half ? rank + half : rank - half;
-    for (int t = 0; t < trips; ++t) {
-      if (rank < half) {
-        MPI_Send(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
-        MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      } else {
-        MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
-      }
-    }
+    mpi_pingpong(rank < half ? rank + half : rank - half, rank < half, trips);  // mpi_busy_handoff.h
   };
   const double one = median_time([&] { pingpong(1); }, 7) / (2.0 * trips);
   const double all = median_time([&] { pingpong(half); }, 7) / (2.0 * trips);

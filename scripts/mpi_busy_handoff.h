@@ -12,27 +12,31 @@
 
 #include "mpi_median_time.h"
 
+// `trips` round trips of 8 bytes with `peer`; the rank that `leads` sends first.
+inline void mpi_pingpong(int peer, bool leads, int trips) {
+  char buf[8] = {};
+  for (int i = 0; i < trips; ++i) {
+    if (leads) {
+      MPI_Send(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
+      MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
+    }
+  }
+}
+
 inline double busy_handoff_seconds(int trips = 200, int reps = 5) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int half = size / 2;
-  char buf[8] = {};
   const size_t chunk = size_t(4) << 20;
   std::vector<char> ca(chunk, 1), cb(chunk, 2);
   const double t = median_time([&] {
     MPI_Request done_req;
     if ((rank == 0 || rank == half) && half > 0) {
-      const int peer = rank == 0 ? half : 0;
-      for (int i = 0; i < trips; ++i) {
-        if (rank == 0) {
-          MPI_Send(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
-          MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else {
-          MPI_Recv(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-          MPI_Send(buf, 8, MPI_BYTE, peer, 3, MPI_COMM_WORLD);
-        }
-      }
+      mpi_pingpong(rank == 0 ? half : 0, rank == 0, trips);
       MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
       MPI_Wait(&done_req, MPI_STATUS_IGNORE);
     } else {

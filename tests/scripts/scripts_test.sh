@@ -90,7 +90,7 @@ assert h["cores"] == int(sys.argv[2]), h["cores"]  # the host's nproc: simulate 
 PY
     ;;
   calibrate_handoff)  # with single copy a CPU record's batches cost the host's busy hand-off (host file, else
-    # handoff.json beside the record); without single copy (--host-cores' hosts) they do not
+    # the nearest handoff.json in the record's folder or above); without single copy (--host-cores' hosts) not
     d="$T/set"; mkdir -p "$d"
     cp results/cpu_waits_vm/iters20/run1/a16_waits.json "$d/"
     predict() { RESHARD_BUILD_DIR=$BUILD bash scripts/calibrate.sh --json "$T/c.json" "$d" >"$T/out" 2>&1 ||
@@ -107,15 +107,20 @@ json.dump(h, open(sys.argv[2], "w"))
 PY
     }
     host cma none; base=$(predict)
+    echo '{"latency_busy_us": {"16": 1000.0}}' >"$T/handoff.json"; above=$(predict)
     echo '{"latency_busy_us": {"16": 1000.0}}' >"$d/handoff.json"; beside=$(predict)
+    echo '{"latency_busy_us": {"16": 500.0}}' >"$d/handoff.json"; nearer=$(predict)
+    echo '{"latency_busy_us": {"16": 1000.0}}' >"$d/handoff.json"
     host cma 2000; own=$(predict)
-    host none 2000; copyin=$(predict); rm "$d/handoff.json"; host none none; copyin0=$(predict)
+    host none 2000; copyin=$(predict); rm "$d/handoff.json" "$T/handoff.json"; host none none; copyin0=$(predict)
     # a16 at the waits flags: the slowest rank's 124 batches, each charged the hand-off once (its
     # broadcasts a multiple of it), so each microsecond adds at least 0.124 ms
-    echo "total predicted: base $base, handoff.json $beside, host file $own, copy-in $copyin / $copyin0 ms"
-    python3 - "$base" "$beside" "$own" "$copyin" "$copyin0" <<'PY' || fail "base $base beside $beside own $own copy-in $copyin / $copyin0"
+    echo "total predicted: base $base, handoff.json above $above, beside $beside, nearer $nearer, host file $own, copy-in $copyin / $copyin0 ms"
+    python3 - "$base" "$beside" "$own" "$copyin" "$copyin0" "$above" "$nearer" <<'PY' || fail "base $base above $above beside $beside nearer $nearer own $own copy-in $copyin / $copyin0"
 import sys
-base, beside, own, copyin, copyin0 = map(float, sys.argv[1:])
+base, beside, own, copyin, copyin0, above, nearer = map(float, sys.argv[1:])
+assert above == beside, (above, beside)                     # a folder above serves the sets below it
+assert beside - nearer >= 0.124 * 500, (nearer, beside)     # the nearest file wins
 assert beside - base >= 0.124 * (1000 - 2), (base, beside)  # the preset charges 2 us
 assert own - beside >= 0.124 * 1000, (beside, own)          # the host file's wins over handoff.json
 assert copyin == copyin0, (copyin, copyin0)                 # ignored without single copy
