@@ -4,7 +4,9 @@
 # Plans Qwen3-4B layers 0-3 (embed_tokens excluded; the shipped plans/qwen3-4b.json) six ways, runs each
 # under mpirun with --transport mpi at two flag sets, and writes into OUT (default results/cpu_waits):
 #   plans/NAME.json          the plans (the records' arguments.plan points here)
-#   NAME_FLAGS.json          `reshard run --json` records, FLAGS = bench (run's defaults) or waits
+#   NAME_FLAGS.json          `reshard run --ceiling on --json` records (since 2026-12-05, fourth stop: the
+#                            plain send/recv ceiling of each phase measured in the same launch, which
+#                            calibrate.sh reads), FLAGS = bench (run's defaults) or waits
 #                            (window 1, 4-op / 4 MiB batches, 4 MiB staging, one stream: a wait per batch)
 #                            or perrank / perstream (run's defaults before 2026-12-03, a window per rank
 #                            and 256 MiB staging, and the same per stream); env FLAGSETS picks them
@@ -76,7 +78,7 @@ for cfg in ${CONFIGS:-$ALL}; do
     rec=$OUT/${name}_$f.json
     # shellcheck disable=SC2086
     cmd=(mpirun --oversubscribe ${BIND_FLAGS[@]+"${BIND_FLAGS[@]}"} -np "$np" "$RESHARD" run --plan "$plan" --check --iters "$ITERS"
-         --warmup 1 ${FLAGS[$f]} --json "$rec" --force)
+         --warmup 1 --ceiling on ${FLAGS[$f]} --json "$rec" --force)
     say "\$ ${cmd[*]}"
     "${cmd[@]}" >>"$LOG" 2>&1
   done

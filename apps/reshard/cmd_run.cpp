@@ -18,6 +18,11 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--check", flags->args.check, "Verify every destination byte after the run (exit 1 on any wrong byte)");
+  cmd->add_option("--ceiling", flags->args.ceiling,
+                  "Measure the ceiling in the same run and report efficiency against it: on, off, or auto (GPU "
+                  "memory only). Copy within the device for cuda-ipc; plain send/recv for nccl and mpi")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--json", flags->args.json_path, "Also write the results as JSON to this file");
   cmd->add_flag("--force", flags->args.force, "Replace an existing --json file");
   add_exec_flags(*cmd, *flags);

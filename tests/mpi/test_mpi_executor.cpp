@@ -137,6 +137,7 @@ TEST(Ceiling, BothKindsMoveEachRanksReceiveBytes) {
   auto transport = make_transport("mpi", ctl);
   auto memory = make_memory_for(*transport);
   transport->setup(plan.groups, 1);
+  EXPECT_EQ(ceiling_kind_for(*transport, *memory), CeilingKind::SendRecv);  // run --ceiling on, host memory
   const auto lb = compute_phase_lower_bounds(plan).received;
   for (CeilingKind kind : {CeilingKind::Copy, CeilingKind::SendRecv}) {
     std::vector<PhaseRow> rows(lb.size() + 1);

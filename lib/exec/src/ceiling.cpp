@@ -101,8 +101,9 @@ void add_device_copy(Control& ctl, const Plan& plan, Memory& memory, const std::
 
 const char* to_string(CeilingKind k) { return k == CeilingKind::Copy ? "copy" : "sendrecv"; }
 
-CeilingKind ceiling_kind_for(const Transport& transport) {
-  return transport.one_rank_per_device() ? CeilingKind::SendRecv : CeilingKind::Copy;
+CeilingKind ceiling_kind_for(const Transport& transport, const Memory& memory) {
+  return memory.kind() == MemoryKind::Device && !transport.one_rank_per_device() ? CeilingKind::Copy
+                                                                                 : CeilingKind::SendRecv;
 }
 
 int ceiling_peer(const Plan& plan, int gen_rank) {

@@ -25,8 +25,9 @@ namespace reshard {
 enum class CeilingKind { Copy, SendRecv };
 const char* to_string(CeilingKind k);
 
-// sendrecv where every rank has its own GPU (Transport::one_rank_per_device: NCCL), copy otherwise.
-CeilingKind ceiling_kind_for(const Transport& transport);
+// copy where ranks may share a GPU (cuda-ipc); sendrecv where every rank has its own (NCCL:
+// Transport::one_rank_per_device) and on host memory (mpi: plain MPI send/recv between processes).
+CeilingKind ceiling_kind_for(const Transport& transport, const Memory& memory);
 
 // The train rank a gen rank receives from in the sendrecv ceiling: (g - T) mod T, so gen ranks spread
 // over the train ranks as evenly as the counts allow.

@@ -106,18 +106,18 @@ void add_hosts(Control& ctl, RunReport& rep) {
 }  // namespace
 
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo, Transport& transport, Memory& memory,
-                      int warmup, int iters) {
+                      int warmup, int iters, bool ceiling) {
   RunReport rep = make_report(ctl, plan, ex, algo);
   add_hosts(ctl, rep);
   rep.transport_mode = transport.mode();
   rep.transport_settings = transport.settings();
   rep.peak_bytes = ctl.gather(memory.peak_bytes());  // the executor's; before the ceiling's scratch blocks
-  if (memory.kind() == MemoryKind::Device) {
-    const CeilingKind kind = ceiling_kind_for(transport);
+  if (ceiling) {
+    const CeilingKind kind = ceiling_kind_for(transport, memory);
     add_ceiling(ctl, plan, memory, transport, kind, rep.rows, std::max(warmup, 1), iters);
     rep.ceiling_kind = to_string(kind);
-    rep.device = transport.device();
   }
+  if (memory.kind() == MemoryKind::Device) rep.device = transport.device();
   return rep;
 }
 

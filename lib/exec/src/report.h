@@ -57,7 +57,7 @@ struct RunReport {
   std::string device;               // GPU transports: rank 0's device, in words
   std::string transport_mode;       // Transport::mode() ("" where the transport has none)
   std::string transport_settings;   // Transport::settings() ("" where none)
-  std::string ceiling_kind;         // GPU transports: "copy" or "sendrecv" (ceiling.h)
+  std::string ceiling_kind;         // with a ceiling: "copy" or "sendrecv" (ceiling.h)
   std::vector<std::string> hosts;   // distinct host names of the ranks, in rank order
   std::vector<int> host_cores;      // per host: its online CPU cores (what `simulate --host-cores` takes)
   std::vector<int> host_ranks;      // per host: the ranks on it
@@ -72,10 +72,10 @@ nlohmann::json error_json(const RunArgs& a, int exit_code, const std::string& me
 // bounds; times (set_samples) and wrong bytes (add_wrong) come as the run goes.
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo);
 // The same plus what the run's transport and memory say (hosts, mode, settings, the executor's peak
-// memory) and, for device memory, the ceiling measured now (ceiling.h): the one record of a run,
-// before its times and wrong bytes.
+// memory) and, with `ceiling`, the ceiling measured now (ceiling.h): the one record of a run, before
+// its times and wrong bytes.
 RunReport make_report(Control& ctl, const Plan& plan, Executor& ex, Algo algo, Transport& transport, Memory& memory,
-                      int warmup, int iters);
+                      int warmup, int iters, bool ceiling);
 // The row (index into rows, not the total) param `param` belongs to: its train PP stage, or misc.
 int row_of(const Plan& plan, uint32_t param);
 // A row's timed iterations (seconds, each the max over ranks): samples, avg, min, max.

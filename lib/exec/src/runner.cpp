@@ -75,6 +75,7 @@ std::vector<std::pair<std::string, std::string>> shaping_flags(const RunArgs& a,
           {"--iters", std::to_string(a.iters)},
           {"--warmup", std::to_string(a.warmup)},
           {"--check", a.check ? "on" : "off"},
+          {"--ceiling", a.ceiling},
           {"--timeout", std::to_string(a.timeout_s)},
           {"--streams", std::to_string(a.exec.streams)},
           {"--batch-ops", std::to_string(a.exec.batch_ops)},
@@ -308,7 +309,8 @@ int run_main(const RunArgs& a) {
     const int phases = phase_count(s.plan);
     // The record the table and the JSON both render: everything but times and wrong bytes, ceiling
     // included, so that every row is complete when it is printed.
-    RunReport rep = make_report(ctl, s.plan, ex, algo, *s.transport, *s.memory, a.warmup, a.iters);
+    const bool ceiling = a.ceiling == "on" || (a.ceiling == "auto" && s.memory->kind() == MemoryKind::Device);
+    RunReport rep = make_report(ctl, s.plan, ex, algo, *s.transport, *s.memory, a.warmup, a.iters, ceiling);
     const bool rank0 = ctl.rank() == 0;
     auto print = [&](const std::string& text) {
       if (!rank0) return;

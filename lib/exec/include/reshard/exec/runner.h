@@ -25,6 +25,9 @@ struct RunArgs {
   // cuda-ipc's --ipc-* flags as given ("": the RESHARD_CUDA_IPC_* variable, else the default).
   std::string ipc_mode, ipc_boxes, ipc_batch, ipc_memcpy_min, ipc_launch_bytes, ipc_trace;
   std::string mpi_trace;  // --mpi-trace: the MPI transport's wait trace to PREFIX.<rank>.tsv ("": none)
+  // run --ceiling: measure the ceiling (ceiling.h) in the run, on (any memory), off, or auto (device
+  // memory only: host runs are CI's, where it would double the time).
+  std::string ceiling = "auto";
   BatchPolicy exec;
   std::string command_line;  // echoed into the JSON
 };
