@@ -24,8 +24,10 @@
 #   or not, one after another), and the device host's sets at 91c6f59, bound and free in turn,
 #   results/gpu/host_bind/{bound1,free1,bound2,free2}, and the window plans at 91c6f59 (window per
 #   stream, 512 MiB staging), results/gpu/window_current/ipc, and the VM's 20-iteration sets at bac2b24,
-#   results/cpu_waits_vm/iters20/run{1,2}; with single copy (the VM's records), each batch's latency
-#   is the host's busy hand-off: the host file's latency_busy_us, else the nearest handoff.json in the
+#   results/cpu_waits_vm/iters20/run{1,2}, and the sets with each launch's ceiling (run --ceiling on)
+#   at 7e579be, the device host's three in one call, results/gpu/ceiling/run{1,2,3}, and the VM's,
+#   results/cpu_waits_vm/ceiling/run1; with single copy (the VM's records), each batch's latency is
+#   the host's busy hand-off: the host file's latency_busy_us, else the nearest handoff.json in the
 #   records' folder or above (one per machine: results/cpu_waits_vm/, results/cpu_waits/):
 #             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
@@ -187,9 +189,11 @@ fi
                                   results/gpu/host_bind/bound1 results/gpu/host_bind/free1
                                   results/gpu/host_bind/bound2 results/gpu/host_bind/free2
                                   results/gpu/window_current/ipc
-                                  results/cpu_waits_vm/iters20/run1 results/cpu_waits_vm/iters20/run2)
+                                  results/cpu_waits_vm/iters20/run1 results/cpu_waits_vm/iters20/run2
+                                  results/gpu/ceiling/run1 results/gpu/ceiling/run2 results/gpu/ceiling/run3
+                                  results/cpu_waits_vm/ceiling/run1)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
-import glob, json, os, re, shlex, subprocess, sys
+import glob, json, math, os, re, shlex, subprocess, sys
 
 reshard, system, json_out, cache, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 extra = shlex.split(os.environ.get("RESHARD_SIMULATE_FLAGS", ""))
@@ -399,6 +403,8 @@ for f, name, rec in records:
         rows.append({"record": f, "run": run_commit(f), "name": name, "algo": a.get("algo", "reshard"), "system": sysname,
                      "ipc_mode": mode, "phase": phase,
                      "measured_ms": meas, "predicted_ms": pred, "error": err, "effective_gbps": eff, "same": same})
+        if ph.get("ceiling_ms"):  # the same launch's ceiling (run --ceiling): its machine, not the host file's
+            rows[-1]["ceiling_ms"] = ph["ceiling_ms"]
         if phase == "total":
             errors.append(abs(err))
 # Spread (see the header): each group's predicted / measured ratios, lowest and highest, once.
@@ -441,6 +447,31 @@ if errors:
         print("calibrate: %d rows in %d groups of one plan, flags and phase spread more than 5/3 apart: no one scale "
               "of their predictions is within 25 %% of all (%d of them out)" %
               (n, len(wide), sum(1 for g in wide for r in g if abs(r["error"]) > 0.25)))
+# Rows whose record carries its launch's ceiling (run --ceiling on: plain send/recv of the phase's busiest
+# receive bytes, measured in the same launch; CPU records since 2026-12-05): how many out rows predict the
+# phase faster than that launch moved its bytes without reshard (so the host file, another launch,
+# overstated this launch's machine); and, over groups measured in several launches, how much of the
+# launch-to-launch spread the ceiling accounts for (log standard deviation about each group's geometric
+# mean, of the time and of the time / ceiling).
+with_ceiling = [r for r in rows if r.get("ceiling_ms")]
+if with_ceiling:
+    out = [r for r in with_ceiling if abs(r["error"]) > 0.25]
+    below = [r for r in out if r["predicted_ms"] < r["ceiling_ms"]]
+    dev_t, dev_n = [], []
+    for g in groups.values():
+        g = [r for r in g if r.get("ceiling_ms")]
+        if len(g) < 2:
+            continue
+        for key, dev in (("measured_ms", dev_t), (None, dev_n)):
+            v = [math.log(r["measured_ms"] / (r["ceiling_ms"] if key is None else 1)) for r in g]
+            dev += [x - sum(v) / len(v) for x in v]
+    sd = lambda d: math.sqrt(sum(x * x for x in d) / len(d)) if d else 0
+    print("calibrate: ceiling: %d rows carry their launch's ceiling, %d of them within 25 %%; of the %d out, %d "
+          "predict the phase faster than its launch's plain send/recv of the busiest bytes" %
+          (len(with_ceiling), len(with_ceiling) - len(out), len(out), len(below)))
+    if dev_t:
+        print("calibrate: ceiling: over %d rows measured in several launches, the log spread of a phase's time is "
+              "%.3f, of its time / its launch's ceiling %.3f" % (len(dev_t), sd(dev_t), sd(dev_n)))
 if json_out:
     json.dump({"format": "reshard-calibration", "version": 2, "rows": rows}, open(json_out, "w"), indent=1)
 PY

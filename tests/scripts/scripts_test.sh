@@ -126,6 +126,36 @@ assert own - beside >= 0.124 * 1000, (beside, own)          # the host file's wi
 assert copyin == copyin0, (copyin, copyin0)                 # ignored without single copy
 PY
     ;;
+  calibrate_ceiling)  # a record's own ceiling in its rows, and how much of two launches' spread it accounts for
+    for k in 1 2; do
+      mkdir -p "$T/l$k/plans"; cp results/gpu/ceiling/run1/b16_bench.json results/gpu/ceiling/run1/host_16.json "$T/l$k/"
+      cp results/gpu/ceiling/run1/plans/b16.json "$T/l$k/plans/"  # found beside the record
+    done
+    # the second launch: every phase and its ceiling 1.2x slower (a slower machine, the same schedule)
+    python3 - "$T/l2/b16_bench.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for p in r["phases"]:
+    p["time_ms_avg"] *= 1.2
+    p["ceiling_ms"] *= 1.2
+json.dump(r, open(sys.argv[1], "w"))
+PY
+    RESHARD_BUILD_DIR=$BUILD bash scripts/calibrate.sh --json "$T/c.json" "$T/l1" "$T/l2" >"$T/out" 2>&1 ||
+      fail "calibrate exited $?: $(tail -3 "$T/out")"
+    grep "ceiling:" "$T/out"
+    # 8 rows (4 phases x 2 launches), each with its record's ceiling; the two launches' times are t and
+    # 1.2 t: log deviations +-ln(1.2)/2 = 0.091 about their mean; over the ceiling, none
+    grep -q "ceiling: 8 rows carry their launch's ceiling" "$T/out" || fail "no ceiling count: $(grep ceiling "$T/out")"
+    grep -q "over 8 rows measured in several launches, the log spread of a phase's time is 0.091, of its time / its launch's ceiling 0.000" "$T/out" ||
+      fail "spread: $(grep ceiling: "$T/out")"
+    python3 - "$T/c.json" "$T/l1/b16_bench.json" <<'PY' || fail "rows without their ceiling"
+import json, sys
+rows, rec = json.load(open(sys.argv[1]))["rows"], json.load(open(sys.argv[2]))
+want = {p["phase"]: p["ceiling_ms"] for p in rec["phases"]}
+mine = [r for r in rows if r["record"].endswith("/l1/b16_bench.json")]
+assert len(mine) == 4 and all(r["ceiling_ms"] == want[r["phase"]] for r in mine), mine
+PY
+    ;;
   cpu_waits_bench_bind)  # BIND=core: a 4-rank config, each rank bound to one CPU (the record and the log say so)
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     if BIND=socket OUT="$T/bad" bash scripts/cpu_waits_bench.sh --build "$BUILD" >"$T/out" 2>"$T/err"; then
@@ -142,6 +172,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["status"] == "ok" and r["wrong"] == 0, r["status"]
 assert r["rank_cpus"] == [1, 1, 1, 1], r["rank_cpus"]
+assert r["ceiling_kind"] == "sendrecv", r.get("ceiling_kind")  # --ceiling on: calibrate.sh reads it
+assert all(p["ceiling_ms"] > 0 for p in r["phases"] if p["bytes"] > 0), r["phases"]
 PY
     ;;
   latency_probe)  # scripts/latency_probe.cpp builds and prints its JSON line at 4 ranks (k = 1, 2 pairs)
