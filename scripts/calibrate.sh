@@ -26,9 +26,10 @@
 #   stream, 512 MiB staging), results/gpu/window_current/ipc, and the VM's 20-iteration sets at bac2b24,
 #   results/cpu_waits_vm/iters20/run{1,2}, and the sets with each launch's ceiling (run --ceiling on)
 #   at 7e579be, the device host's three in one call, results/gpu/ceiling/run{1,2,3}, and the VM's,
-#   results/cpu_waits_vm/ceiling/run1; with single copy (the VM's records), each batch's latency is
-#   the host's busy hand-off: the host file's latency_busy_us, else the nearest handoff.json in the
-#   records' folder or above (one per machine: results/cpu_waits_vm/, results/cpu_waits/):
+#   results/cpu_waits_vm/ceiling/run{1,2}; with single copy (the VM's records), each batch's latency is
+#   the host's busy hand-off: the median of the host file's latency_busy_us and the rounds in the
+#   nearest handoff.json in the records' folder or above (one per machine: results/cpu_waits_vm/,
+#   results/cpu_waits/):
 #             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its
@@ -191,9 +192,9 @@ fi
                                   results/gpu/window_current/ipc
                                   results/cpu_waits_vm/iters20/run1 results/cpu_waits_vm/iters20/run2
                                   results/gpu/ceiling/run1 results/gpu/ceiling/run2 results/gpu/ceiling/run3
-                                  results/cpu_waits_vm/ceiling/run1)
+                                  results/cpu_waits_vm/ceiling/run1 results/cpu_waits_vm/ceiling/run2)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
-import glob, json, math, os, re, shlex, subprocess, sys
+import glob, json, math, os, re, shlex, statistics, subprocess, sys
 
 reshard, system, json_out, cache, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 extra = shlex.split(os.environ.get("RESHARD_SIMULATE_FLAGS", ""))
@@ -331,13 +332,17 @@ def host_flags(f, rec):
     # device host's, measured in a later call by scripts/bcast_probe.cpp); without either, not modelled.
     fan = h.get("fan_gbps") or beside(f, "fan.json").get("fan_gbps", 0)
     # With single copy, a batch's hand-off while the others copy (mpi_busy_handoff.h) as its latency:
-    # the host file's, else the handoff.json beside the records (the same machine's probe,
-    # scripts/latency_probe.cpp, at this rank count); without either, the preset's. Not without single
-    # copy: there --host-cores, fitted to those hosts' oversubscribed records, already carries what
-    # sharing the cores costs, and the hand-off on top counted it twice (986 against 1051 of 1355 rows,
-    # docs/performance.md "Twenty iterations, and the hand-off in the model").
-    handoff = None if none else (h.get("latency_busy_us") or
-                                 beside(f, "handoff.json").get("latency_busy_us", {}).get(str(world)))
+    # the median of every measurement of it on this machine at this rank count, the host file's and the
+    # rounds in the nearest handoff.json (scripts/latency_probe.cpp; a number or a list of rounds): one
+    # launch's probe moved 4x on the VM (docs/performance.md, "The same launch's ceiling"); without any,
+    # the preset's. Not without single copy: there --host-cores, fitted to those hosts' oversubscribed
+    # records, already carries what sharing the cores costs, and the hand-off on top counted it twice
+    # (986 against 1051 of 1355 rows, docs/performance.md "Twenty iterations, and the hand-off in the model").
+    handoff = None
+    if not none:
+        rounds = beside(f, "handoff.json").get("latency_busy_us", {}).get(str(world), [])
+        rounds = (rounds if isinstance(rounds, list) else [rounds]) + ([h["latency_busy_us"]] if "latency_busy_us" in h else [])
+        handoff = statistics.median(rounds) if rounds else None
     # Without single copy, the host's cores (simulate --host-cores).
     cores = machine_cores(f, rec)
     return (["--latency-us", "%.2f" % handoff] if handoff else []) + (["--fan-gbps", "%.3f" % fan] if fan else []) + (["--host-cores", str(cores)] if none and cores else []) + [
@@ -447,10 +452,10 @@ if errors:
         print("calibrate: %d rows in %d groups of one plan, flags and phase spread more than 5/3 apart: no one scale "
               "of their predictions is within 25 %% of all (%d of them out)" %
               (n, len(wide), sum(1 for g in wide for r in g if abs(r["error"]) > 0.25)))
-# Rows whose record carries its launch's ceiling (run --ceiling on: plain send/recv of the phase's busiest
-# receive bytes, measured in the same launch; CPU records since 2026-12-05): how many out rows predict the
-# phase faster than that launch moved its bytes without reshard (so the host file, another launch,
-# overstated this launch's machine); and, over groups measured in several launches, how much of the
+# Rows whose record carries its launch's ceiling (GPU records; CPU records with run --ceiling on since
+# 2026-12-05: plain send/recv of the phase's busiest receive bytes, measured in the same launch): how many
+# out rows predict the phase faster than that launch moved its bytes without reshard (so the constants,
+# from another launch, overstated this launch's machine); and, over groups measured in several launches, how much of the
 # launch-to-launch spread the ceiling accounts for (log standard deviation about each group's geometric
 # mean, of the time and of the time / ceiling).
 with_ceiling = [r for r in rows if r.get("ceiling_ms")]
@@ -467,7 +472,7 @@ if with_ceiling:
             dev += [x - sum(v) / len(v) for x in v]
     sd = lambda d: math.sqrt(sum(x * x for x in d) / len(d)) if d else 0
     print("calibrate: ceiling: %d rows carry their launch's ceiling, %d of them within 25 %%; of the %d out, %d "
-          "predict the phase faster than its launch's plain send/recv of the busiest bytes" %
+          "predict the phase faster than its launch's ceiling moved the busiest bytes" %
           (len(with_ceiling), len(with_ceiling) - len(out), len(out), len(below)))
     if dev_t:
         print("calibrate: ceiling: over %d rows measured in several launches, the log spread of a phase's time is "

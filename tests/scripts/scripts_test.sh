@@ -89,8 +89,9 @@ assert h["root_sends_3_ms"] > h["root_sends_1_ms"]  # three whole messages take 
 assert h["cores"] == int(sys.argv[2]), h["cores"]  # the host's nproc: simulate --host-cores
 PY
     ;;
-  calibrate_handoff)  # with single copy a CPU record's batches cost the host's busy hand-off (host file, else
-    # the nearest handoff.json in the record's folder or above); without single copy (--host-cores' hosts) not
+  calibrate_handoff)  # with single copy a CPU record's batches cost the host's busy hand-off (the median of the
+    # host file's and the rounds in the nearest handoff.json in the record's folder or above); without single
+    # copy (--host-cores' hosts) not
     d="$T/set"; mkdir -p "$d"
     cp results/cpu_waits_vm/iters20/run1/a16_waits.json "$d/"
     predict() { RESHARD_BUILD_DIR=$BUILD bash scripts/calibrate.sh --json "$T/c.json" "$d" >"$T/out" 2>&1 ||
@@ -111,18 +112,23 @@ PY
     echo '{"latency_busy_us": {"16": 1000.0}}' >"$d/handoff.json"; beside=$(predict)
     echo '{"latency_busy_us": {"16": 500.0}}' >"$d/handoff.json"; nearer=$(predict)
     echo '{"latency_busy_us": {"16": 1000.0}}' >"$d/handoff.json"
-    host cma 2000; own=$(predict)
+    host cma 2000; own=$(predict)            # the median of 1000 and 2000: 1500
+    echo '{"latency_busy_us": {"16": [1000, 900, 1100]}}' >"$d/handoff.json"
+    host cma 4000; rounds=$(predict)         # the median of 900, 1000, 1100 and 4000: 1050
+    echo '{"latency_busy_us": {"16": 1000.0}}' >"$d/handoff.json"
     host none 2000; copyin=$(predict); rm "$d/handoff.json" "$T/handoff.json"; host none none; copyin0=$(predict)
     # a16 at the waits flags: the slowest rank's 124 batches, each charged the hand-off once (its
     # broadcasts a multiple of it), so each microsecond adds at least 0.124 ms
-    echo "total predicted: base $base, handoff.json above $above, beside $beside, nearer $nearer, host file $own, copy-in $copyin / $copyin0 ms"
-    python3 - "$base" "$beside" "$own" "$copyin" "$copyin0" "$above" "$nearer" <<'PY' || fail "base $base above $above beside $beside nearer $nearer own $own copy-in $copyin / $copyin0"
+    echo "total predicted: base $base, handoff.json above $above, beside $beside, nearer $nearer, with the host file $own, rounds $rounds, copy-in $copyin / $copyin0 ms"
+    python3 - "$base" "$beside" "$own" "$copyin" "$copyin0" "$above" "$nearer" "$rounds" <<'PY' || fail "base $base above $above beside $beside nearer $nearer own $own rounds $rounds copy-in $copyin / $copyin0"
 import sys
-base, beside, own, copyin, copyin0, above, nearer = map(float, sys.argv[1:])
+base, beside, own, copyin, copyin0, above, nearer, rounds = map(float, sys.argv[1:])
+per_us = (beside - base) / (1000 - 2)  # the prediction is linear in the hand-off
 assert above == beside, (above, beside)                     # a folder above serves the sets below it
 assert beside - nearer >= 0.124 * 500, (nearer, beside)     # the nearest file wins
 assert beside - base >= 0.124 * (1000 - 2), (base, beside)  # the preset charges 2 us
-assert own - beside >= 0.124 * 1000, (beside, own)          # the host file's wins over handoff.json
+assert abs(own - beside - 500 * per_us) < 0.01 * per_us, (beside, own)     # host file pooled: 1500 us
+assert abs(rounds - beside - 50 * per_us) < 0.01 * per_us, (beside, rounds)  # one outlier of four: 1050 us
 assert copyin == copyin0, (copyin, copyin0)                 # ignored without single copy
 PY
     ;;
