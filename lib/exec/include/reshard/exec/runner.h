@@ -26,7 +26,7 @@ struct RunArgs {
   std::string ipc_mode, ipc_boxes, ipc_batch, ipc_memcpy_min, ipc_launch_bytes, ipc_trace;
   std::string mpi_trace;  // --mpi-trace: the MPI transport's wait trace to PREFIX.<rank>.tsv ("": none)
   // run --ceiling: measure the ceiling (ceiling.h) in the run, on (any memory), off, or auto (device
-  // memory only: host runs are CI's, where it would double the time).
+  // memory only: host runs are mostly CI's, which would pay each row's iterations again).
   std::string ceiling = "auto";
   BatchPolicy exec;
   std::string command_line;  // echoed into the JSON
