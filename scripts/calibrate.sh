@@ -328,8 +328,8 @@ def host_flags(f, rec):
     # Without single copy the sender copies too (copy-in/copy-out). A host file without the field (from
     # before it was recorded, none of them a calibration input now) counts as single copy.
     none = h.get("single_copy_mechanism", "cma") == "none"
-    # The broadcast's fan rate: the host file's (measured with it), else fan.json beside the records (the
-    # device host's, measured in a later call by scripts/bcast_probe.cpp); without either, not modelled.
+    # The broadcast's fan rate: the host file's (measured with it), else the nearest fan.json (the device
+    # host's, measured in a later call by scripts/bcast_probe.cpp); without either, not modelled.
     fan = h.get("fan_gbps") or beside(f, "fan.json").get("fan_gbps", 0)
     # With single copy, a batch's hand-off while the others copy (mpi_busy_handoff.h) as its latency:
     # the median of every measurement of it on this machine at this rank count, the host file's and the
@@ -462,14 +462,14 @@ with_ceiling = [r for r in rows if r.get("ceiling_ms")]
 if with_ceiling:
     out = [r for r in with_ceiling if abs(r["error"]) > 0.25]
     below = [r for r in out if r["predicted_ms"] < r["ceiling_ms"]]
+    def about_mean(v):  # each value's deviation from the mean of its group
+        return [x - sum(v) / len(v) for x in v]
     dev_t, dev_n = [], []
     for g in groups.values():
         g = [r for r in g if r.get("ceiling_ms")]
-        if len(g) < 2:
-            continue
-        for key, dev in (("measured_ms", dev_t), (None, dev_n)):
-            v = [math.log(r["measured_ms"] / (r["ceiling_ms"] if key is None else 1)) for r in g]
-            dev += [x - sum(v) / len(v) for x in v]
+        if len(g) >= 2:
+            dev_t += about_mean([math.log(r["measured_ms"]) for r in g])
+            dev_n += about_mean([math.log(r["measured_ms"] / r["ceiling_ms"]) for r in g])
     sd = lambda d: math.sqrt(sum(x * x for x in d) / len(d)) if d else 0
     print("calibrate: ceiling: %d rows carry their launch's ceiling, %d of them within 25 %%; of the %d out, %d "
           "predict the phase faster than its launch's ceiling moved the busiest bytes" %
