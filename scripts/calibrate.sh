@@ -345,7 +345,9 @@ def host_flags(f, rec):
         handoff = statistics.median(rounds) if rounds else None
     # Without single copy, the host's cores (simulate --host-cores).
     cores = machine_cores(f, rec)
-    return (["--latency-us", "%.2f" % handoff] if handoff else []) + (["--fan-gbps", "%.3f" % fan] if fan else []) + (["--host-cores", str(cores)] if none and cores else []) + [
+    # The hand-off was measured with every rank working; a stage's batches wait only for its own working
+    # ranks (--latency-per-busy-rank; latency_probe.cpp's latency_busy_us_with_c_copiers on the VM).
+    return (["--latency-us", "%.2f" % handoff, "--latency-per-busy-rank"] if handoff else []) + (["--fan-gbps", "%.3f" % fan] if fan else []) + (["--host-cores", str(cores)] if none and cores else []) + [
             "--nvlink-gbps", link, "--nic-gbps", link, "--copy-gbps", "%.3f" % h["memcpy_one_rank_gbps"],
             "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
             "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / many)] + (["--sender-copies"] if none else [])
@@ -359,7 +361,7 @@ def preset(f, rec):
         return "h200-shared-1gpu-mps" if mps_on(f) else "h200-shared-1gpu"
     return "h100-nvl8-ib400"
 
-rows, errors = [], []
+rows, errors, hosts_used = [], [], {}
 fmt = "%-32s %-7s %-20s %-9s %11s %12s %8s %9s"
 print(fmt % ("record", "algo", "system", "phase", "measured_ms", "predicted_ms", "error", "eff_GB/s"))
 for f, name, rec in records:
@@ -371,7 +373,10 @@ for f, name, rec in records:
     a = rec["arguments"]
     mode = ipc_mode(rec) if a.get("transport") == "cuda-ipc" else None
     preset_flags = os.environ.get("RESHARD_SIMULATE_FLAGS_" + sysname.upper().replace("-", "_"), "")
-    flags = (host_flags(f, rec) if a.get("transport") == "mpi" else []) + extra + shlex.split(preset_flags)
+    machine = host_flags(f, rec) if a.get("transport") == "mpi" else []
+    if machine:  # printed once per host file at the end, so a row can be simulated again by hand
+        hosts_used.setdefault(os.path.join(os.path.dirname(f), "host_%d.json" % rec.get("world_size", 0)), machine)
+    flags = machine + extra + shlex.split(preset_flags)
     if "--ipc-mode" in flags:  # a sensitivity, e.g. push records simulated as pull
         mode = flags[flags.index("--ipc-mode") + 1] if mode else None
     else:
@@ -422,6 +427,8 @@ for key, g in groups.items():
     spans[key] = (min(ratios), max(ratios))
     for r in g:
         r["group_spread"], r["group_rows"] = max(ratios) / min(ratios), len(g)
+for h, machine in hosts_used.items():  # each CPU host file's constants as simulate flags
+    print("calibrate: host %s: %s" % (os.path.relpath(h), " ".join(machine)))
 if errors:
     within = sum(1 for r in rows if abs(r["error"]) <= 0.25)
     print("calibrate: %d runs, mean |error| of totals %.1f %%, worst %.1f %%; %d of %d rows within 25 %%" %

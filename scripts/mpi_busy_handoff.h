@@ -2,8 +2,10 @@
 // of an 8-byte ping-pong between ranks 0 and size / 2 while every other rank copies 4 MiB chunks until
 // the pair is done (a non-blocking barrier it tests between chunks). Where ranks outnumber cores, a
 // hand-off waits for the copiers sharing its cores to give them up, not for idle ranks that yield at
-// once; reshard's stages are like that (the ranks not in a hand-off pack, unpack or copy). Median over
-// `reps` (mpi_median_time.h); seconds, the same on every rank.
+// once; reshard's stages are like that (the ranks not in a hand-off pack, unpack or copy). `copiers`
+// limits the copying ranks to the first that many of the others (the rest wait in the barrier, as the
+// ranks outside a stage do); negative: all of them. Median over `reps` (mpi_median_time.h); seconds,
+// the same on every rank.
 #pragma once
 #include <mpi.h>
 
@@ -26,7 +28,7 @@ inline void mpi_pingpong(int peer, bool leads, int trips) {
   }
 }
 
-inline double busy_handoff_seconds(int trips = 200, int reps = 5) {
+inline double busy_handoff_seconds(int trips = 200, int reps = 5, int copiers = -1) {
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -40,7 +42,13 @@ inline double busy_handoff_seconds(int trips = 200, int reps = 5) {
       MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
       MPI_Wait(&done_req, MPI_STATUS_IGNORE);
     } else {
+      // The others in rank order, the pair left out: 1 .. half-1, half+1 .. size-1.
+      const int other = rank < half ? rank - 1 : rank - 2;
       MPI_Ibarrier(MPI_COMM_WORLD, &done_req);
+      if (copiers >= 0 && other >= copiers) {
+        MPI_Wait(&done_req, MPI_STATUS_IGNORE);
+        return;
+      }
       for (int done = 0; !done; MPI_Test(&done_req, &done, MPI_STATUS_IGNORE)) std::memcpy(cb.data(), ca.data(), chunk);
     }
   }, reps);

@@ -27,7 +27,7 @@ struct SimulateArgs {
       per_copy_us, per_launch_us, switch_us, slice_us, fan_gbps, host_cores, algo, ipc_mode = "push";
   BatchFlags batch;
   std::string timeline;
-  bool json = false, force = false, sender_copies = false;
+  bool json = false, force = false, sender_copies = false, latency_per_busy_rank = false;
 };
 
 // A finite non-negative decimal number, the whole text.
@@ -84,6 +84,7 @@ int run_simulate(const SimulateArgs& a) {
   real(a.slice_us, "--slice-us", m.slice_us);
   real(a.fan_gbps, "--fan-gbps", m.fan_gbps);
   if (a.sender_copies) m.sender_copies = true;
+  if (a.latency_per_busy_rank) m.latency_per_busy_rank = true;
   integer(a.host_cores, "--host-cores", m.host_cores, 0, INT64_MAX);
   if (a.algo == "golden") m.algo = Algo::Golden;
   else if (!a.algo.empty() && a.algo != "reshard")
@@ -165,6 +166,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
                   "has more ranks than cores, each rank's transfers move at cores / ranks of their rate "
                   "(copy-in/copy-out needs both ends running; fitted to the device host's records, "
                   "docs/performance.md). 0: as many cores as ranks");
+  cmd->add_flag("--latency-per-busy-rank", args->latency_per_busy_rank,
+                "The latency is the host's busy hand-off, measured with every rank working (scripts/calibrate.sh "
+                "--measure-host): a phase's batches pay it x the domain's ranks with ops in the phase / its ranks "
+                "(a hand-off waits for the working ranks sharing its cores, not for idle ones)");
   cmd->add_flag("--json", args->json, "Print one JSON document instead of the table");
   cmd->add_option("--timeline", args->timeline,
                   "Also write an SVG timeline of the predicted batches per rank (waiting and moving)");

@@ -110,13 +110,18 @@ PY
     host cma none; base=$(predict)
     echo '{"latency_busy_us": {"16": 1000.0}}' >"$T/handoff.json"; above=$(predict)
     echo '{"latency_busy_us": {"16": 1000.0}}' >"$d/handoff.json"; beside=$(predict)
+    # measured with every rank working, so charged per phase by its working ranks' share (printed per host file)
+    grep -q "^calibrate: host .*/host_16.json: --latency-us 1000.00 --latency-per-busy-rank " "$T/out" ||
+      fail "no busy-rank hand-off flags: $(grep '^calibrate: host' "$T/out")"
     echo '{"latency_busy_us": {"16": 500.0}}' >"$d/handoff.json"; nearer=$(predict)
     echo '{"latency_busy_us": {"16": 1000.0}}' >"$d/handoff.json"
     host cma 2000; own=$(predict)            # the median of 1000 and 2000: 1500
     echo '{"latency_busy_us": {"16": [1000, 900, 1100]}}' >"$d/handoff.json"
     host cma 4000; rounds=$(predict)         # the median of 900, 1000, 1100 and 4000: 1050
     echo '{"latency_busy_us": {"16": 1000.0}}' >"$d/handoff.json"
-    host none 2000; copyin=$(predict); rm "$d/handoff.json" "$T/handoff.json"; host none none; copyin0=$(predict)
+    host none 2000; copyin=$(predict)
+    ! grep -q -- "--latency" "$T/out" || fail "a hand-off without single copy: $(grep '^calibrate: host' "$T/out")"
+    rm "$d/handoff.json" "$T/handoff.json"; host none none; copyin0=$(predict)
     # a16 at the waits flags: the slowest rank's 124 batches, each charged the hand-off once (its
     # broadcasts a multiple of it), so each microsecond adds at least 0.124 ms
     echo "total predicted: base $base, handoff.json above $above, beside $beside, nearer $nearer, with the host file $own, rounds $rounds, copy-in $copyin / $copyin0 ms"

@@ -273,6 +273,7 @@ class Replayer {
   }
 
   void run(const Filter& f) {
+    busy_share(f);
     std::vector<std::pair<int, const Op*>> parts;
     std::vector<OpCost> costs;
     through_.assign(lists_.messages.size(), 0);
@@ -362,7 +363,27 @@ class Replayer {
   }
   bool boxed(const Op& op) const { return boxed_op(op, m_.algo, m_.box_ops, misc_phase_); }
   int64_t staged(const Op& op) const { return staged_bytes(op, boxed(op)); }
-  double latency(bool nic) const { return (nic ? m_.nic_latency_us : m_.nvlink_latency_us) * 1e-6; }
+  // Per batch on `rank`'s side (SystemModel::latency_per_busy_rank: scaled by its domain's busy share).
+  double latency(bool nic, int rank) const {
+    const double us = nic ? m_.nic_latency_us : m_.nvlink_latency_us;
+    return us * 1e-6 * (latency_share_.empty() ? 1.0 : latency_share_[static_cast<size_t>(node(rank))]);
+  }
+  // SystemModel::latency_per_busy_rank: each domain's ranks with an op this walk takes, over its ranks.
+  void busy_share(const Filter& f) {
+    latency_share_.clear();
+    if (!m_.latency_per_busy_rank) return;
+    const int world = static_cast<int>(lists_.ops.size());
+    std::vector<int> busy(static_cast<size_t>(node(world - 1) + 1), 0), all(busy.size(), 0);
+    for (int r = 0; r < world; ++r) {
+      ++all[static_cast<size_t>(node(r))];
+      for (const Op& op : lists_.ops[static_cast<size_t>(r)])
+        if (selected(op, f)) {
+          ++busy[static_cast<size_t>(node(r))];
+          break;
+        }
+    }
+    for (size_t d = 0; d < busy.size(); ++d) latency_share_.push_back(static_cast<double>(busy[d]) / all[d]);
+  }
 
   // The costs of one op on each rank taking part (parts ascending by rank).
   void cost(const std::vector<std::pair<int, const Op*>>& parts, std::vector<OpCost>& costs) const {
@@ -377,12 +398,12 @@ class Replayer {
       const Pieces from = pieces_of(&send), to = pieces_of(parts[ri].second);
       OpCost& sc = costs[si];
       sc.res[res_index(nic, true)] = b;
-      sc.latency = latency(nic);
+      sc.latency = latency(nic, src);
       charge(sc, true, from, b, box);
       charge_push(sc, {to}, b, box, dst);
       OpCost& rc = costs[ri];
       rc.res[res_index(nic, false)] = b;
-      rc.latency = latency(nic);
+      rc.latency = latency(nic, dst);
       rc.peer = src;
       charge(rc, false, to, b, box);
       return;
@@ -494,7 +515,7 @@ class Replayer {
     const bool reenter = nic && gd.count[root_d] > 1;
     const auto root_it = std::lower_bound(members.begin(), members.end(), root);
     const int tail = members[(static_cast<size_t>(root_it - members.begin()) + n - 1) % n];
-    const double lat = latency(nic) * (linear ? 1.0 : std::ceil(std::log2(static_cast<double>(n))));
+    const double lat = latency(nic, root) * (linear ? 1.0 : std::ceil(std::log2(static_cast<double>(n))));
     // With fan_gbps: k sends at once take the link's time for the first and b / fan for each further
     // one; on the rank's send resource as the bytes that take that long at the link's rate.
     const double link = beta_[res_index(false, true)];
@@ -779,6 +800,7 @@ class Replayer {
   std::vector<GroupDomains> domains_;
   std::array<double, kResources> beta_{};
   double fan_ = 0;  // B/s: SystemModel::fan_gbps at transfer_share
+  std::vector<double> latency_share_;  // per domain, this walk's (busy_share); empty: 1
   bool copies_ = false;
   bool push_ = false;  // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
   // Ranks of a domain share one device memory and every byte moves as a copy (cuda-ipc box ops on one

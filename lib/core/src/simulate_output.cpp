@@ -65,6 +65,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"binomial_broadcast_min", m.binomial_broadcast_min},
         {"fan_gbps", m.fan_gbps},
         {"host_cores", m.host_cores},
+        {"latency_per_busy_rank", m.latency_per_busy_rank},
         {"streams", m.batch.streams},
         {"batch_ops", m.batch.batch_ops},
         {"batch_bytes", m.batch.batch_bytes},
@@ -142,6 +143,9 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
          "needs both ends running)\n",
          ranks, cores, cores, ranks);
   }
+  if (m.latency_per_busy_rank)
+    line("#  latency is the busy hand-off with every rank working: a phase pays it x its domain's working ranks "
+         "/ its ranks\n");
   if (m.serial_issue && m.switch_us > 0 && m.slice_us > 0)
     line("#  context switch %.2f us, %.1f us time slice: the transport passes take turns on the GPU where two "
          "or more ranks of a domain launch copies\n",

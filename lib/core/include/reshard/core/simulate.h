@@ -142,6 +142,13 @@ struct SystemModel {
   // host's oversubscribed records (docs/performance.md, "Oversubscribed hosts"). 0: as many cores as
   // ranks.
   int64_t host_cores = 0;
+  // The latencies are the host's busy hand-off (scripts/calibrate.sh --measure-host latency_busy_us:
+  // a ping-pong while every other rank of the domain copies): where ranks outnumber cores, a hand-off
+  // waits for the working ranks that share its cores, not for idle ones, which yield at once
+  // (scripts/latency_probe.cpp latency_busy_us_with_c_copiers: on the 2-core VM it grows with the
+  // copiers, about in proportion, and is 34-95 us with none). So a walk's batches pay the latency x
+  // the domain's ranks with ops in the walk / its ranks: a bulk stage's, not the whole world's.
+  bool latency_per_busy_rank = false;
   BatchPolicy batch;  // the executor's knobs: the same defaults, bounds and message cap as `run`
   Algo algo = Algo::Reshard;
 };
