@@ -29,7 +29,8 @@
 #   results/cpu_waits_vm/ceiling/run{1,2}; with single copy (the VM's records), each batch's latency is
 #   the host's busy hand-off: the median of the host file's latency_busy_us and the rounds in the
 #   nearest handoff.json in the records' folder or above (one per machine: results/cpu_waits_vm/,
-#   results/cpu_waits/):
+#   results/cpu_waits/), charged by each phase's working ranks (simulate --latency-per-busy-rank); each
+#   CPU host file's simulate flags are printed at the end ("calibrate: host FILE: FLAGS"):
 #             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
 #             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
 #             the summary counts rows per record set (file) too. Each record is simulated with its

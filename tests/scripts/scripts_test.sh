@@ -187,7 +187,7 @@ assert r["ceiling_kind"] == "sendrecv", r.get("ceiling_kind")  # --ceiling on: c
 assert all(p["ceiling_ms"] > 0 for p in r["phases"] if p["bytes"] > 0), r["phases"]
 PY
     ;;
-  latency_probe)  # scripts/latency_probe.cpp builds and prints its JSON line at 4 ranks (k = 1, 2 pairs)
+  latency_probe)  # scripts/latency_probe.cpp builds and prints its JSON line at 4 ranks (k = 1, 2 pairs; c = 0, 2 copiers)
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     mpicxx -O2 -std=c++17 -I scripts scripts/latency_probe.cpp -o "$T/lp" || fail "mpicxx exited $?"
     mpirun --oversubscribe -np 4 "$T/lp" >"$T/out" 2>"$T/err" || fail "the probe exited $?: $(cat "$T/err")"
@@ -197,6 +197,8 @@ h = json.loads(open(sys.argv[1]).read())
 assert h["ranks"] == 4 and h["latency_one_pair_us"] > 0 and h["latency_all_pairs_us"] > 0 and h["latency_busy_us"] > 0
 assert sorted(h["pair_gbps_with_k_pairs"]) == ["1", "2"], h
 assert all(v > 0 for v in h["pair_gbps_with_k_pairs"].values())
+assert sorted(h["latency_busy_us_with_c_copiers"]) == ["0", "2"], h  # c up to the 2 ranks besides the pair
+assert all(v > 0 for v in h["latency_busy_us_with_c_copiers"].values())
 PY
     ;;
   stall_probes)  # scripts/stall_probes/*.cpp build and print their JSON lines (short runs, 4 ranks)
