@@ -288,6 +288,12 @@ unknown_names)  # a mistyped command or flag is named, with the closest known on
   contains err.txt "--host-cores 2 applies only without single copy (--sender-copies)"
   expect_rc 2 "$RESHARD" simulate plan.json --sender-copies --host-cores many
   contains err.txt "--host-cores"
+  # The hand-off charged by each phase's working ranks: echoed in the header and the JSON's model.
+  expect_rc 0 "$RESHARD" simulate plan.json --system cpu-mpi-local --latency-us 900 --latency-per-busy-rank
+  contains out.txt "latency is the busy hand-off with every rank working: a phase pays it x its domain's working ranks"
+  expect_rc 0 "$RESHARD" simulate plan.json --system cpu-mpi-local --latency-per-busy-rank --json
+  python3 -c 'import json,sys; assert json.load(open("out.txt"))["system"]["latency_per_busy_rank"] is True' ||
+    fail "simulate --json lacks system.latency_per_busy_rank: $(head -c 300 out.txt)"
   ;;
 plots)  # inspect --plot and simulate --timeline write SVGs (issue 19), checked before the work
   expect_rc 0 "$RESHARD" plan --model "$MODEL" --system "$SYSTEM" -o plan.json
