@@ -26,7 +26,8 @@
 #   stream, 512 MiB staging), results/gpu/window_current/ipc, and the VM's 20-iteration sets at bac2b24,
 #   results/cpu_waits_vm/iters20/run{1,2}, and the sets with each launch's ceiling (run --ceiling on)
 #   at 7e579be, the device host's three in one call, results/gpu/ceiling/run{1,2,3}, and the VM's,
-#   results/cpu_waits_vm/ceiling/run{1,2}; with single copy (the VM's records), each batch's latency is
+#   results/cpu_waits_vm/ceiling/run{1,2}, and the VM's set measured after the busy-rank hand-off was
+#   built, results/cpu_waits_vm/busy/run1; with single copy (the VM's records), each batch's latency is
 #   the host's busy hand-off: the median of the host file's latency_busy_us and the rounds in the
 #   nearest handoff.json in the records' folder or above (one per machine: results/cpu_waits_vm/,
 #   results/cpu_waits/), charged by each phase's working ranks (simulate --latency-per-busy-rank); each
@@ -193,7 +194,8 @@ fi
                                   results/gpu/window_current/ipc
                                   results/cpu_waits_vm/iters20/run1 results/cpu_waits_vm/iters20/run2
                                   results/gpu/ceiling/run1 results/gpu/ceiling/run2 results/gpu/ceiling/run3
-                                  results/cpu_waits_vm/ceiling/run1 results/cpu_waits_vm/ceiling/run2)
+                                  results/cpu_waits_vm/ceiling/run1 results/cpu_waits_vm/ceiling/run2
+                                  results/cpu_waits_vm/busy/run1)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, math, os, re, shlex, statistics, subprocess, sys
 
