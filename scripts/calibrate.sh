@@ -314,6 +314,10 @@ def beside(f, name):
             return {}
         d = os.path.dirname(d)
 
+def host_file(f, rec):
+    # The host file of a CPU record: host_<world>.json beside it.
+    return os.path.join(os.path.dirname(f), "host_%d.json" % rec.get("world_size", 0))
+
 def host_flags(f, rec):
     # A CPU record's own machine: host_<world>.json beside it (scripts/calibrate.sh --measure-host at the
     # run's rank count, made in the same call as the runs); the preset's constants from it, derived as
@@ -322,7 +326,7 @@ def host_flags(f, rec):
     # point-to-point to the second, every sender to every receiver (as train ranks feed gen ranks).
     world = rec.get("world_size", 0)
     try:
-        h = json.load(open(os.path.join(os.path.dirname(f), "host_%d.json" % world)))
+        h = json.load(open(host_file(f, rec)))
     except (OSError, ValueError):
         return []
     link = "%.3f" % h["p2p_one_pair_gbps"]
@@ -378,7 +382,7 @@ for f, name, rec in records:
     preset_flags = os.environ.get("RESHARD_SIMULATE_FLAGS_" + sysname.upper().replace("-", "_"), "")
     machine = host_flags(f, rec) if a.get("transport") == "mpi" else []
     if machine:  # printed once per host file at the end, so a row can be simulated again by hand
-        hosts_used.setdefault(os.path.join(os.path.dirname(f), "host_%d.json" % rec.get("world_size", 0)), machine)
+        hosts_used.setdefault(host_file(f, rec), machine)
     flags = machine + extra + shlex.split(preset_flags)
     if "--ipc-mode" in flags:  # a sensitivity, e.g. push records simulated as pull
         mode = flags[flags.index("--ipc-mode") + 1] if mode else None
