@@ -129,6 +129,28 @@ TEST(SimulateSlice, HandOffsOnOneGpuWaitForTheirTurns) {
   EXPECT_NEAR(pp0.seconds, 12.47e-3, 0.25 * 12.47e-3);
 }
 
+TEST(SimulateSlice, APushCopierLaunchesEachOpOnceItsReceiverHasPostedIt) {
+  // Train TP2 (ranks 0, 1) -> one gen rank (2) holding the 8 weights whole, push, batches of 2 ops, one
+  // batch at a time, copies free (1e9 GB/s), switches 30 us, slices longer than the run. A train
+  // rank's batch holds two weights' halves, the gen rank's batch one weight's two halves, so the second
+  // half of a train batch is posted by the gen rank only once the first has landed: the copier launches
+  // each as it comes (cuda_ipc_transport.cpp: a progress pass launches the copies whose descriptions are
+  // in), not the batch's copies at once when the last is in. By hand: weight 1 at t = 0, both train
+  // ranks ready, the GPU switches into rank 0 then rank 1 (60 us); the gen rank posts weight 2 at 60 us,
+  // rank 1 is still loaded and copies first, then one switch into rank 0 (90 us); every later weight
+  // likewise starts on the context last switched in and needs one switch: 2 + 7 = 9 switches, 270 us of
+  // GPU time at least. (Launching a batch's copies together once its last op is in gave 5.) The phase's
+  // time comes from the walk moved by the turns' delays, so only its floor is checked here.
+  const Plan p = plan_reshard(test::small_mlp(8, "sim-slice"), test::system_of(2, 1, 2, 1, 1, 1), PlanOptions{});
+  SystemModel m = test::time_sliced_gpu("slice-test", 30, 1e6);
+  m.ipc_push = true;
+  m.batch.batch_ops = 2;
+  m.batch.window = 1;
+  const SimPhase bulk = simulate(p, m).phases.front();
+  EXPECT_EQ(bulk.switches, 9);
+  EXPECT_GE(bulk.seconds, 9 * 30e-6);
+}
+
 TEST(SimulateSlice, NeverMoreSwitchesThanPassesWhileBatchesFitASlice) {
   // On every preset and both algorithms: with a slice longer than any batch's copies the switches can
   // only merge, and the lower bound still holds; without serial issue or switch cost nothing changes.

@@ -129,8 +129,9 @@ Pieces pieces_of(const Op* op) {
   return p;
 }
 
-// A transport pass of a batch (a batched launch per stream and peer): when its last op had been posted
-// by every rank taking part, its copy time alone, and the batches (rank, batch count) waiting for it.
+// A transport pass of a batch (one batched launch of a stream's copies whose descriptions are in): when
+// its ops had been posted by every rank taking part, its copy time alone, and the batches (rank, batch
+// count) waiting for it.
 struct Pass {
   double ready = 0, seconds = 0;
   double alone = 0;  // when its copies are done on the copier's own clock (one device memory)
@@ -154,8 +155,9 @@ struct OpenBatch {
   double relay = 0;  // its binomial broadcasts' relay time (one progress engine runs them all)
   uint32_t streams_used = 0;  // bit per stream (streams above 32 share bits; only the count matters)
   int stream_count = 0;
-  // Its transport passes by (stream, peer), for the GPU's turns (see run()).
-  std::map<std::pair<int, int>, Pass> passes;
+  // Its copies by (stream, when every rank had posted the op), for the GPU's turns (see run()): ops
+  // posted at once by their peers arrive together; flush() turns them into the copier's launches.
+  std::map<std::pair<int, double>, Pass> passes;
   double wait_until = 0;  // when the copies it waits for are done (one device memory, Replayer::copied())
   // For its wait (flush()): the rank's posted bytes per resource (RankState::posted) before its first op
   // and after its last, and when the rank's ops posted before its first were through.
@@ -608,7 +610,7 @@ class Replayer {
       if (one_memory_) c.copy_free = std::max(c.copy_free, ready) + seconds;
       Pass* pass = nullptr;  // only a GPU that takes turns (turns_) needs the passes
       if (turns_) {
-        pass = &c.open_of(*parts[k].second).passes[{parts[k].second->stream, costs[k].peer}];
+        pass = &c.open_of(*parts[k].second).passes[{parts[k].second->stream, ready}];
         pass->ready = std::max(pass->ready, ready);
         pass->seconds += seconds;
         if (one_memory_) pass->alone = c.copy_free;
@@ -760,9 +762,22 @@ class Replayer {
     const double end = std::max(s.start + issue + wire, o.wait_until) + o.latency + unpack + delay;
     s.ends[static_cast<size_t>(lane)].push_back(end);
     o.wait_until = 0;
-    // The transport launches a pass (per stream and peer) once the batch is posted and all of its ops.
+    // The copier launches, per stream, every copy whose descriptions are in at once, in one pass
+    // (cuda_ipc_transport.cpp, CudaIpcTransport::progress: each progress pass takes the arrived
+    // descriptions of all peers and launch_pass() sends the stream's queued copies as one kernel): the
+    // ops posted by all ranks before this batch was go out together once it is posted; each later
+    // posting (a peer's later batch) is a launch of its own.
+    std::map<std::pair<int, double>, Pass> launches_of;
     for (auto& [key, pass] : o.passes) {
-      const SliceWork work{std::max(pass.ready, s.start + issue), static_cast<int>(rank), pass.seconds};
+      const double at = std::max(pass.ready, s.start + issue);
+      Pass& l = launches_of[{key.first, at}];
+      l.ready = at;
+      l.seconds += pass.seconds;
+      l.alone = std::max(l.alone, pass.alone);
+      l.waiters.insert(l.waiters.end(), pass.waiters.begin(), pass.waiters.end());
+    }
+    for (auto& [key, pass] : launches_of) {
+      const SliceWork work{pass.ready, static_cast<int>(rank), pass.seconds};
       slice_work_.push_back(work);
       slice_alone_.push_back(std::max(pass.alone, work.ready + work.seconds));
       std::sort(pass.waiters.begin(), pass.waiters.end());

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# cuda-ipc records and traces of the current build on the device machine, one call: build, ctest -L gpu,
+# then Qwen3-4B DP2 -> TP2 (4 ranks) and PP2xDP2 -> TP2xDP2 (8 ranks; two-phase, the automatic choice,
+# and --fanout direct) at window 1 and 16, the run's defaults otherwise. Each case runs twice with
+# --check: once for the record ($OUT/ipc/NAME.json, read by scripts/calibrate.sh) and once with
+# --ipc-trace ($OUT/trace/NAME.<rank>.tsv, read by scripts/ipc_trace.py), so the trace's host timestamps
+# do not touch the record's times.
+# Run from the repo root with $OUT set; writes $OUT/gpu_ipc_trace.log and the plans under
+# $OUT/plans/<fingerprint>.json. Env: BUILD, JOBS, SKIP_CTEST=1 (gpu_common.sh), ITERS (default 5).
+set -uo pipefail
+OUT=${OUT:?set OUT to the results folder}
+LOG=$OUT/gpu_ipc_trace.log
+. "$(dirname "$0")/gpu_common.sh"
+gpu_build_and_test
+mkdir -p "$OUT/ipc" "$OUT/trace"
+ITERS=${ITERS:-5}
+plan() {  # plan NAME TRAIN_GPUS TRAIN GEN_GPUS GEN [plan flags...]
+  local name=$1 tg=$2 t=$3 gg=$4 g=$5; shift 5
+  "$R" plan --model plans/qwen3-4b.json --train-gpus "$tg" --train "$t" --gen-gpus "$gg" --gen "$g" "$@" \
+    -o "$OUT/$name.json" --force >>"$LOG" 2>&1 || say "$name: plan failed"
+}
+plan dp2_tp2 2 tp=1 2 tp=2
+plan pp2dp2_tp2dp2 4 tp=1,pp=2 4 tp=2
+plan pp2dp2_tp2dp2_direct 4 tp=1,pp=2 4 tp=2 --fanout direct
+for c in "dp2_tp2 4" "pp2dp2_tp2dp2 8" "pp2dp2_tp2dp2_direct 8"; do
+  read -r name np <<<"$c"
+  for w in 1 16; do
+    case_name=${name}_w$w
+    for pass in record trace; do
+      extra=(--json "$OUT/ipc/$case_name.json" --force)
+      [ "$pass" = trace ] && extra=(--ipc-trace "$OUT/trace/$case_name")
+      out=$(timeout 300 mpirun --oversubscribe -np "$np" "$R" run --plan "$OUT/$name.json" --transport cuda-ipc \
+            --check --iters "$ITERS" --warmup 1 --window "$w" "${extra[@]}" 2>&1)
+      echo "$out" >>"$LOG"
+      say "$case_name $pass: $(echo "$out" | grep -E '#wrong' | tail -1)"
+    done
+  done
+done
+for f in "$OUT"/ipc/*.json; do
+  say "$(basename "$f" .json): $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" ".join("%s %.3f ms" % (p["phase"], p["time_ms_avg"]) for p in r["phases"]))' "$f" 2>/dev/null)"
+done
+keep_plans_by_fingerprint
