@@ -134,7 +134,6 @@ Pieces pieces_of(const Op* op) {
 // count) waiting for it.
 struct Pass {
   double ready = 0, seconds = 0;
-  double alone = 0;  // when its copies are done on the copier's own clock (one device memory)
   std::vector<std::pair<int, int64_t>> waiters;
 };
 
@@ -176,6 +175,7 @@ struct RankState {
   std::vector<OpenBatch> open;
   std::vector<std::deque<double>> ends;
   int64_t opened = 0;                     // batches opened so far
+  std::vector<double> batch_through;      // per batch (by its id): when its bytes are through, on its own clock
   std::array<double, 4> free{};           // per resource: when its last queued bytes are through
   double through = 0;                     // when the bytes of every batch so far are through
   // Every lane's ops as posted: their bytes per resource (resource()) so far, and when the last of the
@@ -347,10 +347,8 @@ class Replayer {
   // per pass the batches (rank, the rank's batch count) that wait for it.
   const std::vector<SliceWork>& slice_work() const { return slice_work_; }
   const std::vector<std::vector<std::pair<int, int64_t>>>& slice_waiters() const { return slice_waiters_; }
-  // Per pass: when it is done on the walk's own clock (its copier's copies one after another).
-  const std::vector<double>& slice_alone() const { return slice_alone_; }
-  // Per rank and batch: how much later its bytes are through when the ranks take turns on the GPU (the
-  // longest a pass it waits for queues there).
+  // Per rank and batch: how much later it ends when the ranks take turns on the GPU (its last pass done
+  // in the turns, less when its bytes were through on its own clock).
   void delay_batches(std::vector<std::vector<double>> delay) { delay_ = std::move(delay); }
   void record() { record_ = true; }
   double beta(int res) const { return beta_[res]; }
@@ -613,7 +611,6 @@ class Replayer {
         pass = &c.open_of(*parts[k].second).passes[{parts[k].second->stream, ready}];
         pass->ready = std::max(pass->ready, ready);
         pass->seconds += seconds;
-        if (one_memory_) pass->alone = c.copy_free;
       }
       for (const auto& part : parts)
         if (part.first == copier || root < 0 || copier == root || part.first == root) {
@@ -759,7 +756,10 @@ class Replayer {
                          m_.per_launch_us * 1e-6 * static_cast<double>(launches);
     const size_t rank = static_cast<size_t>(&s - ranks_.data()), batch = static_cast<size_t>(o.id);
     const double delay = rank < delay_.size() && batch < delay_[rank].size() ? delay_[rank][batch] : 0;
-    const double end = std::max(s.start + issue + wire, o.wait_until) + o.latency + unpack + delay;
+    const double own_end = std::max(s.start + issue + wire, o.wait_until);
+    if (s.batch_through.size() <= batch) s.batch_through.resize(batch + 1, 0);
+    s.batch_through[batch] = own_end;
+    const double end = own_end + o.latency + unpack + delay;
     s.ends[static_cast<size_t>(lane)].push_back(end);
     o.wait_until = 0;
     // The copier launches, per stream, every copy whose descriptions are in at once, in one pass
@@ -773,13 +773,11 @@ class Replayer {
       Pass& l = launches_of[{key.first, at}];
       l.ready = at;
       l.seconds += pass.seconds;
-      l.alone = std::max(l.alone, pass.alone);
       l.waiters.insert(l.waiters.end(), pass.waiters.begin(), pass.waiters.end());
     }
     for (auto& [key, pass] : launches_of) {
       const SliceWork work{pass.ready, static_cast<int>(rank), pass.seconds};
       slice_work_.push_back(work);
-      slice_alone_.push_back(std::max(pass.alone, work.ready + work.seconds));
       std::sort(pass.waiters.begin(), pass.waiters.end());
       pass.waiters.erase(std::unique(pass.waiters.begin(), pass.waiters.end()), pass.waiters.end());
       slice_waiters_.push_back(std::move(pass.waiters));
@@ -827,7 +825,6 @@ class Replayer {
   int misc_phase_ = 0;
   bool record_ = false;
   std::vector<SliceWork> slice_work_;
-  std::vector<double> slice_alone_;
   std::vector<std::vector<std::pair<int, int64_t>>> slice_waiters_;
   std::vector<std::vector<double>> delay_;
   std::vector<double> through_;  // per message (OpLists::messages): through on the last of its ranks
@@ -871,10 +868,10 @@ SliceSchedule take_turns(const Replayer& w, const SystemModel& m, const std::set
 // A walk and the context switches each rank waits for (SystemModel::switch_us), where its domain is
 // sliced (sliced_domains): one per transport pass; with slice_us, the switches into its context when
 // the domain's passes take turns on the GPU (time_slice.h), each from when it could launch.
-// With slice_us the turns also move the walk: a pass done later than on its copier's own clock (its
-// copies one after another) holds back the batches waiting for it, which moves what comes after them
-// on every rank, and with that the turns. So the walk is repeated, each batch delayed by the longest
-// its passes queued in the previous walk's turns; the delays move a shrinking step towards the new
+// With slice_us the turns also move the walk: a batch ends no earlier than the last pass it waits for
+// is done in the turns, which moves what comes after it on every rank, and with that the turns. So
+// the walk is repeated, each batch delayed by how much later than its own end the previous walk's
+// turns finished its passes; the delays move a shrinking step towards the new
 // ones (1 / (1 + k/4) at walk k: a walk without delays bunches the passes, and its delays overshoot),
 // until none moves by 10 us, or kTurnWalks walks (the step is 1/16 by then: the delays are an average
 // over the last walks, which on large plans keep moving tens of us).
@@ -883,7 +880,7 @@ SliceSchedule take_turns(const Replayer& w, const SystemModel& m, const std::set
 // is 137.7), after its own none longer. In the trace of the 8-rank two-phase plan at window 16
 // (results/gpu/window_push_nosync/trace/) a bulk stage's copying waits change rank 55 times in 12.5
 // ms: the gen ranks' small batches, each waited for, are switched in one after another (the walk
-// with turns: 46 switches, 10.1 ms; without: 7, 4.7 ms).
+// with turns: 50 switches, 10.6 ms; without: 7, 4.7 ms).
 constexpr int kTurnWalks = 60;
 constexpr double kTurnsSettled = 10e-6;
 
@@ -920,15 +917,18 @@ Walk walk(const Plan& plan, const SystemModel& m, const OpLists& lists, const Fi
   for (int k = 0; k < kTurnWalks; ++k) {
     std::vector<std::vector<double>> next(cur->ranks().size());
     for (size_t r = 0; r < next.size(); ++r) next[r].assign(static_cast<size_t>(cur->ranks()[r].batches), 0);
+    // A batch waiting for passes ends once the last of them is done in the turns: its delay is how
+    // much later that is than its bytes were through on its own clock. (Each pass's lateness against
+    // its own copier's clock, added to the batch's latest, counted the wait twice where a batch waits
+    // for several copiers' passes: 8-rank config 2 at window 1 walked to 27 ms where its GPU work was
+    // 19 ms and the H100 trace 19.5 ms.)
     const auto& waiters = cur->slice_waiters();
-    const auto& alone = cur->slice_alone();
-    for (size_t i = 0; i < waiters.size(); ++i) {
-      const double queued = std::max(0.0, turns.done[i] - alone[i]);
+    for (size_t i = 0; i < waiters.size(); ++i)
       for (const auto& [rank, batch] : waiters[i]) {
         const size_t r = static_cast<size_t>(rank), b = static_cast<size_t>(batch);
-        if (b < next[r].size()) next[r][b] = std::max(next[r][b], queued);
+        const auto& through = cur->ranks()[r].batch_through;
+        if (b < next[r].size() && b < through.size()) next[r][b] = std::max(next[r][b], turns.done[i] - through[b]);
       }
-    }
     double moved = 0;
     const double step = 1.0 / (1.0 + k / 4.0);
     for (size_t r = 0; r < next.size(); ++r)
