@@ -58,9 +58,11 @@
 //   more ranks launch copies (processes time-slicing one GPU) also pays switch_us per transport pass of
 //   every rank (one per batch, stream and peer received from): each waits for the GPU to switch to its
 //   context. A rank's back-to-back launches (packs, unpacks) share its time slice and are not charged.
-//   With slice_us the passes take turns on the GPU (time_slice.h) from when each can launch, a rank
-//   paying the switches into its context, and the walk is repeated with each batch delayed by the
-//   longest its passes queued there until the delays settle (docs/performance.md, "Context switches").
+//   With slice_us the passes take turns on the GPU (time_slice.h) from when each can launch, a pass
+//   being one launch of its copier (the copies of a batch and stream whose ops all ranks had posted by
+//   the same time, as cuda-ipc's progress launches what has arrived), a rank paying the switches into
+//   its context, and the walk is repeated with each batch delayed until the last pass it waits for is
+//   done there, until the delays settle (docs/performance.md, "Context switches").
 //   On one device memory (box ops) a copier's copies run one after another from when all posted the
 //   op, and the other end's batch waits for the copy.
 // - Golden (algo): every distinct source shard broadcast whole over the param's group from its lowest
