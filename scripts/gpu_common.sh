@@ -37,6 +37,12 @@ run_case() {
   done
 }
 
+# say_phases RECORD [DIGITS]: logs a `run --json` record's phase times, "NAME: PHASE T ms ..." (T with
+# DIGITS decimals, default 3).
+say_phases() {
+  say "$(basename "$1" .json): $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" ".join("%s %.*f ms" % (p["phase"], int(sys.argv[2]), p["time_ms_avg"]) for p in r["phases"]))' "$1" "${2:-3}" 2>/dev/null)"
+}
+
 # Moves each plan $OUT/*.json under its fingerprint, $OUT/plans/<fp>.json, where scripts/calibrate.sh
 # looks for a record's plan (results/plans/<fp>.json once committed).
 keep_plans_by_fingerprint() {

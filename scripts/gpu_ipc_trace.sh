@@ -59,6 +59,6 @@ for c in "dp2_tp2 4" "pp2dp2_tp2dp2 8" "pp2dp2_tp2dp2_direct 8"; do
 done
 fi
 for f in "$OUT"/ipc/*.json; do
-  say "$(basename "$f" .json): $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" ".join("%s %.3f ms" % (p["phase"], p["time_ms_avg"]) for p in r["phases"]))' "$f" 2>/dev/null)"
+  say_phases "$f"
 done
 keep_plans_by_fingerprint

@@ -48,6 +48,6 @@ if [[ " $CASES " == *" cpu "* ]]; then
 fi
 for f in "$OUT"/ipc/*.json "$OUT"/cpu/*_{perrank,perstream}.json; do
   [ -f "$f" ] || continue
-  say "$(basename "$f" .json): $(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(" ".join("%s %.3f ms" % (p["phase"], p["time_ms_avg"]) for p in r["phases"]))' "$f" 2>/dev/null)"
+  say_phases "$f"
 done
 keep_plans_by_fingerprint
