@@ -20,7 +20,10 @@
 #        --map-by core), so a launch cannot place its ranks differently from the one before; default
 #        unbound (Open MPI's default: no binding when oversubscribed), as every record before 2026-12-04
 #        PLAN_DIR: a folder holding NAME.json plans to copy instead of planning: the plans take --exclude,
-#        a regex, which a build without RE2 refuses, e.g. the device's; fingerprints are checked by calibrate)
+#        a regex, which a build without RE2 refuses, e.g. the device's; fingerprints are checked by calibrate;
+#        DAMON=pause: turn the host's running kdamonds off for the set and back on at exit (root; see
+#        scripts/damon.sh: on the 2-core VM its pageout scheme stalls iterations by 100-230 ms); default
+#        leave them; the log's "# damon:" line says what ran either way)
 # Memory: at most ~13 GiB for all ranks of a 32-rank config (the plan summary's bound); one run at a time.
 # Time: about 17 min on the 2-core VM at ITERS=20 (11 min at 3); 1.5 min on the device's 16-core host at 3.
 set -euo pipefail
@@ -37,6 +40,17 @@ case ${BIND:-} in
   core) BIND_FLAGS=(--bind-to core:overload-allowed --map-by core) ;;
   *) echo "cpu_waits_bench.sh: BIND must be core or empty, not '$BIND'" >&2; exit 2 ;;
 esac
+case ${DAMON:-} in
+  ''|pause) ;;
+  *) echo "cpu_waits_bench.sh: DAMON must be pause or empty, not '$DAMON'" >&2; exit 2 ;;
+esac
+# shellcheck source=damon.sh
+. scripts/damon.sh
+DAMON_WAS=$(damon_describe)  # before pausing: what the host runs
+if [ "${DAMON:-}" = pause ]; then
+  damon_pause || exit 2
+  trap damon_resume EXIT
+fi
 mkdir -p "$OUT/plans"
 LOG=$OUT/cpu_waits.log
 : >"$LOG"
@@ -55,6 +69,7 @@ declare -A FLAGS=(
   [perstream]="--window-per-stream --staging-bytes 256Mi"
 )
 say "# binding: ${BIND:-none} (BIND=core: one core each, round robin)"
+say "# damon: $DAMON_WAS${DAMON:+; paused for this set: ${#DAMON_PAUSED[@]} kdamond(s) turned off}"
 rm -f "$OUT"/host_*.json  # measured afresh, beside the records they describe
 for cfg in ${CONFIGS:-$ALL}; do
   IFS=: read -r name tg tr gg ge fanout <<<"$cfg"

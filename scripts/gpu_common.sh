@@ -5,11 +5,13 @@
 BUILD=${BUILD:-build-gpu}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 R=$BUILD/apps/reshard/reshard
+# shellcheck source=damon.sh
+. scripts/damon.sh  # the log's "# damon:" line: whether the host runs a kdamond (its CPU runs stall then)
 say() { echo "$@" | tee -a "$LOG"; }
 
 # Build (Release) and, unless SKIP_CTEST=1, `ctest -L gpu`; exits on a failed build.
 gpu_build_and_test() {
-  { nvidia-smi -L; git rev-parse HEAD 2>/dev/null; } >>"$LOG" 2>&1
+  { nvidia-smi -L; git rev-parse HEAD 2>/dev/null; echo "# damon: $(damon_describe)"; } >>"$LOG" 2>&1
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >>"$LOG" 2>&1 &&
     cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" >>"$LOG" 2>&1 || { say "build failed"; tail -30 "$LOG"; exit 1; }
   grep -E "reshard backends" "$LOG" | tail -1 | tee -a "$LOG"

@@ -178,6 +178,7 @@ PY
       bash scripts/cpu_waits_bench.sh --build "$BUILD" >"$T/out" 2>"$T/err" || fail "exited $?: $(cat "$T/err")"
     grep -q "^# binding: core" "$T/good/cpu_waits.log" || fail "no binding line: $(head -3 "$T/good/cpu_waits.log")"
     grep -q "each rank bound to 1 CPU" "$T/good/cpu_waits.log" || fail "the run's hosts line says no binding"
+    grep -q "^# damon: " "$T/good/cpu_waits.log" || fail "no damon line: $(head -5 "$T/good/cpu_waits.log")"
     python3 - "$T/good/t4_bench.json" <<'PY' || fail "bad record"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -186,6 +187,40 @@ assert r["rank_cpus"] == [1, 1, 1, 1], r["rank_cpus"]
 assert r["ceiling_kind"] == "sendrecv", r.get("ceiling_kind")  # --ceiling on: calibrate.sh reads it
 assert all(p["ceiling_ms"] > 0 for p in r["phases"] if p["bytes"] > 0), r["phases"]
 PY
+    ;;
+  damon)  # scripts/damon.sh on a fake sysfs tree: describes, pauses only what runs, resumes it; a kdamond it
+    # cannot turn off fails the pause and leaves the others as they were; cpu_waits_bench.sh refuses a bad DAMON
+    fake_kdamond() {  # DIR STATE ACTION
+      mkdir -p "$1/contexts/0/monitoring_attrs/intervals" "$1/contexts/0/schemes/0"
+      echo "$2" >"$1/state"
+      echo paddr >"$1/contexts/0/operations"
+      echo 500000 >"$1/contexts/0/monitoring_attrs/intervals/sample_us"
+      echo "$3" >"$1/contexts/0/schemes/0/action"
+    }
+    export DAMON_SYSFS=$T/damon
+    mkdir -p "$DAMON_SYSFS"
+    # shellcheck source=/dev/null
+    . scripts/damon.sh
+    [ "$(damon_describe)" = none ] || fail "no kdamond, described as: $(damon_describe)"
+    fake_kdamond "$DAMON_SYSFS/kdamonds/0" on pageout
+    fake_kdamond "$DAMON_SYSFS/kdamonds/1" off stat
+    want="kdamond 0 on (paddr sample 500000 us schemes [pageout]); kdamond 1 off (paddr sample 500000 us schemes [stat])"
+    [ "$(damon_describe)" = "$want" ] || fail "described as: $(damon_describe)"
+    damon_pause || fail "pause failed"
+    [ "$(cat "$DAMON_SYSFS/kdamonds/0/state")" = off ] || fail "kdamond 0 still on"
+    [ "${#DAMON_PAUSED[@]}" -eq 1 ] || fail "paused ${#DAMON_PAUSED[@]}, not 1"
+    damon_resume
+    [ "$(cat "$DAMON_SYSFS/kdamonds/0/state")" = on ] || fail "kdamond 0 not resumed"
+    [ "$(cat "$DAMON_SYSFS/kdamonds/1/state")" = off ] || fail "kdamond 1 (off before) turned on"
+    # kdamond 2 cannot be turned off (its write fails), so the pause fails and turns kdamond 0 back on
+    fake_kdamond "$DAMON_SYSFS/kdamonds/2" on pageout
+    damon_set() { [ "$1" != "$DAMON_SYSFS/kdamonds/2" ] && echo "$2" >"$1/state"; }
+    damon_pause 2>"$T/err" && fail "a pause that could not turn kdamond 2 off succeeded"
+    grep -q "cannot turn .* off" "$T/err" || fail "no message: $(cat "$T/err")"
+    [ "$(cat "$DAMON_SYSFS/kdamonds/0/state")" = on ] || fail "a failed pause left kdamond 0 off"
+    if DAMON=stop OUT="$T/bad" bash scripts/cpu_waits_bench.sh >"$T/out" 2>"$T/err"; then fail "DAMON=stop was taken"; fi
+    grep -q "DAMON must be pause or empty, not 'stop'" "$T/err" || fail "no message: $(cat "$T/err")"
+    [ ! -e "$T/bad" ] || fail "a refused DAMON left $T/bad"
     ;;
   latency_probe)  # scripts/latency_probe.cpp builds and prints its JSON line at 4 ranks (k = 1, 2 pairs; c = 0, 2 copiers)
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
