@@ -27,7 +27,8 @@
 #   results/cpu_waits_vm/iters20/run{1,2}, and the sets with each launch's ceiling (run --ceiling on)
 #   at 7e579be, the device host's three in one call, results/gpu/ceiling/run{1,2,3}, and the VM's,
 #   results/cpu_waits_vm/ceiling/run{1,2}, and the VM's set measured after the busy-rank hand-off was
-#   built, results/cpu_waits_vm/busy/run1; with single copy (the VM's records), each batch's latency is
+#   built, results/cpu_waits_vm/busy/run1, and the VM's two sets with its DAMON paused (cpu_waits_bench.sh
+#   DAMON=pause), results/cpu_waits_vm/damon_off/run{1,2}; with single copy (the VM's records), each batch's latency is
 #   the host's busy hand-off: the median of the host file's latency_busy_us and the rounds in the
 #   nearest handoff.json in the records' folder or above (one per machine: results/cpu_waits_vm/,
 #   results/cpu_waits/), charged by each phase's working ranks (simulate --latency-per-busy-rank); each
@@ -195,7 +196,8 @@ fi
                                   results/cpu_waits_vm/iters20/run1 results/cpu_waits_vm/iters20/run2
                                   results/gpu/ceiling/run1 results/gpu/ceiling/run2 results/gpu/ceiling/run3
                                   results/cpu_waits_vm/ceiling/run1 results/cpu_waits_vm/ceiling/run2
-                                  results/cpu_waits_vm/busy/run1)
+                                  results/cpu_waits_vm/busy/run1
+                                  results/cpu_waits_vm/damon_off/run1 results/cpu_waits_vm/damon_off/run2)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, math, os, re, shlex, statistics, subprocess, sys
 
@@ -210,6 +212,14 @@ def gpu_env(f):  # the run's gpu_env.json, beside its records; {} without one (C
 
 def mps_on(f):  # whether CUDA MPS was on
     return str(gpu_env(f).get("mps", "")).strip().lower() == "on"
+
+def damon(f):  # the host's DAMON during a CPU set, from the "# damon:" line of the cpu_waits.log beside it:
+    # "paused", "on", "none", or None where the log has no such line (sets before 2026-12-05's seventh stop)
+    try:
+        line = next(l for l in open(os.path.join(os.path.dirname(f), "cpu_waits.log")) if l.startswith("# damon:"))
+    except (OSError, StopIteration):
+        return None
+    return "paused" if "paused for this set" in line else "on" if " on (" in line else "none"
 
 def run_commit(f):  # the commit the run was made at: gpu_env.json's "git", first word; None without it
     words = str(gpu_env(f).get("git", "")).split()
@@ -420,6 +430,8 @@ for f, name, rec in records:
         rows.append({"record": f, "run": run_commit(f), "name": name, "algo": a.get("algo", "reshard"), "system": sysname,
                      "ipc_mode": mode, "phase": phase,
                      "measured_ms": meas, "predicted_ms": pred, "error": err, "effective_gbps": eff, "same": same})
+        if damon(f):
+            rows[-1]["damon"] = damon(f)
         if ph.get("ceiling_ms"):  # the same launch's ceiling (run --ceiling): its machine, not the host file's
             rows[-1]["ceiling_ms"] = ph["ceiling_ms"]
         if phase == "total":
@@ -445,6 +457,12 @@ if errors:
         if sel:
             print("calibrate: cuda-ipc %s rows: %d of %d within 25 %%" %
                   (mode, sum(1 for r in sel if abs(r["error"]) <= 0.25), len(sel)))
+    cpu = [r for r in rows if r["system"] == "cpu-mpi-local"]
+    if any("damon" in r for r in cpu):  # the host's DAMON stalls oversubscribed runs (scripts/damon.sh)
+        print("calibrate: CPU rows by the host's DAMON: " + "; ".join(
+            "%s %d of %d within 25 %%" % (k, sum(1 for r in sel if abs(r["error"]) <= 0.25), len(sel))
+            for k in ("paused", "on", "none", None)
+            for sel in [[r for r in cpu if r.get("damon") == k]] if sel).replace("None", "not recorded"))
     for f in dict.fromkeys(r["record"] for r in rows):  # per record set, in input order
         sel = [r for r in rows if r["record"] == f]
         tot = [abs(r["error"]) for r in sel if r["phase"] == "total"]

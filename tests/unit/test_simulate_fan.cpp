@@ -60,6 +60,40 @@ TEST(SimulateFan, ConsecutiveBroadcastsOverlapAcrossTheTree) {
   EXPECT_NEAR(r.misc_seconds, 3.5 * u, 1e-12);
 }
 
+// With a hand-off L per message (--latency-us): each hop of the tree waits one (a member holds the
+// message L after its parent's sends are through), and a member with children is done L after its own
+// sends (when they hold it); a leaf is done when it holds. One bucket: the chain v0 -> v1 -> v3 -> v7
+// takes the depth's 3 hand-offs: v7 holds at 4.5u + 3L, and v3 is done then (4.5u + 2L, + L): the
+// old flat charge (ceil(log2 8) = 3 per member) gave the same for one message.
+TEST(SimulateFan, OneBroadcastTakesTheTreesDepthInHandOffs) {
+  const Plan p = bucket_over(7);
+  const double u = test::bucket_seconds(p), L = u / 4;
+  SystemModel m = libnbc(2);
+  m.nvlink_latency_us = m.nic_latency_us = L * 1e6;
+  EXPECT_NEAR(simulate(p, m).misc_seconds, 4.5 * u + 3 * L, 1e-9 * u);
+}
+
+// ConsecutiveBroadcastsOverlapAcrossTheTree with L = u/4. Message 1 (u' = u/2; T(1) = u/2,
+// T(2) = 0.75u, T(3) = u), ends (done + L with children): v0 u + L; v1 1.75u + 2L; v2 1.5u + 2L;
+// v4 u + L (holds at v0's done + L); v3 2.25u + 3L; v5 1.75u + 2L; v6 1.5u + 2L; v7 2.25u + 3L.
+// Message 2, each member posting at its end: v0 holds at u + L, its sends end at 2u + L; v1 posts at
+// 1.75u + 2L, holds at 2u + 2L but receives until 2.25u + 2L, its sends end at 3u + 2L; v3 posts at
+// 2.25u + 3L, holds at v1's done + L = 3u + 3L, its send ends at 3.5u + 3L, it ends at 3.5u + 4L; v7
+// holds at 3.5u + 4L. The walk ends at 3.5u + 4L = 4.5u: the messages pipeline down the tree, where
+// the flat depth per member and message (the old charge) ended at 3.5u + 6L.
+TEST(SimulateFan, ConsecutiveBroadcastsPayAHandOffPerHopNotTheDepthPerMessage) {
+  const Plan p = bucket_over(7);
+  const int64_t b = p.buckets[0].bytes;
+  ASSERT_EQ(b % 2, 0);
+  const double u = static_cast<double>(b) / 1e9, L = u / 4;
+  SystemModel m = libnbc(2);
+  m.nvlink_latency_us = m.nic_latency_us = L * 1e6;
+  m.batch.window = 1;
+  m.batch.batch_bytes = b / 2;
+  m.batch.staging_bytes = b;
+  EXPECT_NEAR(simulate(p, m).misc_seconds, 3.5 * u + 4 * L, 1e-9 * u);
+}
+
 // Linear (at most 4 members): the root's 3 sends at once take T(3) = 2u; every member holds the
 // bucket then.
 TEST(SimulateFan, LinearRootSendsAtTheFanRate) {

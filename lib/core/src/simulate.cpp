@@ -113,6 +113,7 @@ struct OpCost {
   bool tree = false;
   int tree_parent = -1;
   double hold = 0, done = 0;
+  double hop_latency = 0;  // a binomial tree's member: the hand-off of its parent's send (seconds)
 };
 
 // The local side of an op on one rank: its pieces (copies between the wire and the storages), their
@@ -316,7 +317,8 @@ class Replayer {
           const double posted = ranks_[parts[k].first].start;
           const int p = costs[k].tree_parent;
           const double from = p < 0 ? posted : std::max(costs[static_cast<size_t>(p)].hold, posted);
-          costs[k].hold = p < 0 ? posted : costs[static_cast<size_t>(p)].done;  // post() adds its own receive
+          // post() adds its own receive; a binomial member holds one hand-off after its parent's sends
+          costs[k].hold = p < 0 ? posted : costs[static_cast<size_t>(p)].done + costs[k].hop_latency;
           post(parts[k].first, *parts[k].second, costs[k], from, message_index);
         }
       } else {
@@ -562,6 +564,14 @@ class Replayer {
             const size_t parent = v & ~std::bit_floor(v);
             op.tree_parent = part_of[parent == 0 ? root_g : parent == root_g ? 0 : parent];  // group index
           }
+          // Hand-offs per hop, not the tree's depth per member: a member holds the message one hand-off
+          // after its parent's sends (hop_latency) and is done then, or, with children, one hand-off
+          // after its own sends, when they hold it. So consecutive messages pipeline down the tree; one
+          // message still takes the depth's hand-offs to its deepest member. (VM, window 1,
+          // results/cpu_waits_vm/damon_off: a waits-flags misc message took 0.5-1.7 hand-offs more than
+          // the bench flags' few messages, where the flat depth charged 4-5.)
+          op.hop_latency = v != 0 ? latency(nic, r) : 0;
+          op.latency = kids > 0 ? latency(nic, r) : 0;
         } else {
           op.relay = static_cast<double>(std::popcount(v)) * static_cast<double>(b) / beta_[res_index(false, false)];
         }
@@ -578,7 +588,7 @@ class Replayer {
         if (r != root) op.res[res_index(false, false)] = d == root_node ? b : b - share;
         op.res[res_index(false, true)] = b * (kd - 1) / kd;
       }
-      op.latency = lat;
+      if (!(binomial && fan)) op.latency = lat;  // a tree member's: set above
       if (r != root) op.peer = root;  // cuda-ipc pull: every member copies from the root
       charge(op, r == root, local, b, boxed);
       if (r == root && push_) {  // push: the root writes every member's pieces

@@ -29,7 +29,10 @@
 //   root) receives the bytes once from v minus its highest bit and sends them to each v + 2^r with
 //   2^r > v, so it has them after popcount(v) hops of bytes / link, store and forward. With
 //   fan_gbps (below) each hop is timed as MPI runs it: the member's part moves once it and its parent
-//   have posted and the parent holds the bytes, and is done once its own sends are through.
+//   have posted and the parent holds the bytes, and is done once its own sends are through. Its
+//   latency is then per hop, not latency * log2(members) per member: a member holds the message one
+//   latency after its parent's sends are through, and one with children is done one latency after
+//   its own (a leaf when it holds), so consecutive messages pipeline down the tree.
 // - Copies (copy_gbps > 0; the host-staging and shared-device presets): what the executor copies in
 //   memory besides the wire: the sender's pack of a strided box into staging, the transport's wire
 //   copies (wire_copies per received byte), the receiver's unpack, each at copy_gbps on its rank.
