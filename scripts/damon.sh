@@ -1,6 +1,6 @@
 # DAMON (the kernel's Data Access MONitor) on a measuring host: describe it, pause it, resume it.
 # Sourced by scripts/cpu_waits_bench.sh. Why: on the 2-core VM a kdamond with a paddr pageout scheme
-# wakes every ~0.55 s and holds a core for 15-55 ms; with 16-32 ranks on 2 cores that stalls a bulk
+# wakes every ~0.55 s and holds a core for 15-57 ms; with 16-32 ranks on 2 cores that stalls a bulk
 # stage's iteration by 100-230 ms (docs/performance.md, "The stalls are the host's DAMON").
 # The sysfs root is $DAMON_SYSFS (default /sys/kernel/mm/damon/admin), so tests can use a fake tree.
 DAMON_SYSFS=${DAMON_SYSFS:-/sys/kernel/mm/damon/admin}
@@ -32,7 +32,7 @@ damon_pause() {
   for k in "$DAMON_SYSFS"/kdamonds/[0-9]*; do
     [ -f "$k/state" ] && [ "$(cat "$k/state")" = on ] || continue
     if ! damon_set "$k" off 2>/dev/null; then
-      echo "damon.sh: cannot turn $k off (root needed)" >&2
+      echo "damon.sh: cannot turn $k off (writing its state failed; root only)" >&2
       damon_resume
       return 1
     fi
