@@ -410,6 +410,7 @@ for f, name, rec in records:
               sim["plan"]["fingerprint"], rec["plan"]["fingerprint"]))
         continue
     predicted = {p["phase"]: p["time_ms"] for p in sim["phases"]}
+    host_damon = damon(f)  # once per record: its set's log
     predicted["total"] = sim["total_time_ms"]
     for ph in rec["phases"]:
         phase, meas = ph["phase"], ph["time_ms_avg"]
@@ -430,8 +431,8 @@ for f, name, rec in records:
         rows.append({"record": f, "run": run_commit(f), "name": name, "algo": a.get("algo", "reshard"), "system": sysname,
                      "ipc_mode": mode, "phase": phase,
                      "measured_ms": meas, "predicted_ms": pred, "error": err, "effective_gbps": eff, "same": same})
-        if damon(f):
-            rows[-1]["damon"] = damon(f)
+        if host_damon:
+            rows[-1]["damon"] = host_damon
         if ph.get("ceiling_ms"):  # the same launch's ceiling (run --ceiling): its machine, not the host file's
             rows[-1]["ceiling_ms"] = ph["ceiling_ms"]
         if phase == "total":

@@ -544,6 +544,7 @@ class Replayer {
       if (k >= parts.size() || parts[k].first != r) continue;
       OpCost& op = costs[k++];
       const Pieces& local = locals[i];
+      op.latency = lat;  // a binomial tree member's, timed hop by hop, is set below
       if (linear) {
         if (r == root) op.res[res_index(false, true)] = sent(static_cast<int64_t>(n - 1));
         else if (!(boxed && local.count == 0)) op.res[res_index(false, false)] = b;
@@ -588,7 +589,6 @@ class Replayer {
         if (r != root) op.res[res_index(false, false)] = d == root_node ? b : b - share;
         op.res[res_index(false, true)] = b * (kd - 1) / kd;
       }
-      if (!(binomial && fan)) op.latency = lat;  // a tree member's: set above
       if (r != root) op.peer = root;  // cuda-ipc pull: every member copies from the root
       charge(op, r == root, local, b, boxed);
       if (r == root && push_) {  // push: the root writes every member's pieces
