@@ -1,7 +1,7 @@
 # Sourced by the one-call device recipes (scripts/gpu_*_layouts.sh, gpu_schedule.sh): the log, the
 # build, `ctest -L gpu`, and one case planned and run with --check beside --algo golden.
 # Needs OUT (the results folder) and LOG set; env: BUILD (default build-gpu), JOBS (default nproc),
-# SKIP_CTEST=1.
+# SKIP_CTEST=1, CMAKE_FLAGS (extra configure flags, e.g. -DRESHARD_BUILD_TESTS=OFF where no ctest runs).
 BUILD=${BUILD:-build-gpu}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 R=$BUILD/apps/reshard/reshard
@@ -12,7 +12,8 @@ say() { echo "$@" | tee -a "$LOG"; }
 # Build (Release) and, unless SKIP_CTEST=1, `ctest -L gpu`; exits on a failed build.
 gpu_build_and_test() {
   { nvidia-smi -L; git rev-parse HEAD 2>/dev/null; echo "# damon: $(damon_describe)"; } >>"$LOG" 2>&1
-  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >>"$LOG" 2>&1 &&
+  # shellcheck disable=SC2086
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${CMAKE_FLAGS:-} >>"$LOG" 2>&1 &&
     cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" >>"$LOG" 2>&1 || { say "build failed"; tail -30 "$LOG"; exit 1; }
   grep -E "reshard backends" "$LOG" | tail -1 | tee -a "$LOG"
   if [ "${SKIP_CTEST:-0}" != 1 ]; then

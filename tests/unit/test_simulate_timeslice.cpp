@@ -173,6 +173,28 @@ TEST(SimulateSlice, ABatchWaitingForTwoCopiersEndsWithTheLastOfTheirPasses) {
   EXPECT_NEAR(bulk.seconds, 3.2e-3, 1e-9);
 }
 
+TEST(SimulateSlice, GoldensUnpacksAreTheReceiversOwnTurnsAfterEachWait) {
+  // Golden, push: 1 train rank broadcasts 2 weights of 1 KiB whole to 2 gen ranks (TP2), one op a batch,
+  // window 1, one stream; copies at 1 KiB per ms, switches 0.1 ms. The root's fan-out copy of a weight
+  // into both receivers' staging is 1.5 KiB's worth (a read and two writes, halved), 1.5 ms; after each
+  // wait a receiver unpacks its half, 0.5 ms, in its own context and synchronizes (executor.cpp,
+  // retire_oldest). By hand: root 0.1-1.6; receiver 1.7-2.2 and 2.3-2.8, each posting weight 1 after its
+  // unpack; root 2.9-4.4; receivers 4.5-5.0 and 5.1-5.6: 5.6 ms, 6 switches. (With the unpacks inside
+  // the batch's wait, as before: the root's two copies back to back, 1 switch, and the bound's bytes,
+  // 5 KiB, plus it: 5.1 ms.)
+  const Plan p = test::small_mlp_plan(2, "sim-unpack", 1, 2, 2);
+  SystemModel m = test::time_sliced_gpu("slice-test", 100, 1e6, 1024.0 / 1e-3 / 1e9);
+  m.ipc_push = true;
+  m.algo = Algo::Golden;
+  m.batch.batch_ops = 1;
+  m.batch.window = 1;
+  m.batch.streams = 1;
+  const SimPhase bulk = simulate(p, m).phases.front();
+  EXPECT_EQ(bulk.switches, 6);
+  // The walks' damped steps leave the unpacks' waits within tens of us of the turns (kTurnsSettled).
+  EXPECT_NEAR(bulk.seconds, 5.6e-3, 5e-5);
+}
+
 TEST(SimulateSlice, NeverMoreSwitchesThanPassesWhileBatchesFitASlice) {
   // On every preset and both algorithms: with a slice longer than any batch's copies the switches can
   // only merge, and the lower bound still holds; without serial issue or switch cost nothing changes.

@@ -174,9 +174,10 @@ struct RankState {
   double start = 0;
   BatchWindow window;
   std::vector<OpenBatch> open;
-  std::vector<std::deque<double>> ends;
+  std::vector<std::deque<std::pair<double, int64_t>>> ends;  // per lane: (when it ends, its batch id)
   int64_t opened = 0;                     // batches opened so far
   std::vector<double> batch_through;      // per batch (by its id): when its bytes are through, on its own clock
+  std::vector<double> batch_unpack;       // per batch (by its id): its unpack kernels' copy time (unpack_turns)
   std::array<double, 4> free{};           // per resource: when its last queued bytes are through
   double through = 0;                     // when the bytes of every batch so far are through
   // Every lane's ops as posted: their bytes per resource (resource()) so far, and when the last of the
@@ -188,7 +189,7 @@ struct RankState {
   double wait_seconds = 0;  // of seconds, waiting on ranks that posted their part of an op later
   std::vector<BatchSpan> spans;  // every batch, when recorded (Replayer::record)
   int64_t batches = 0, total_ops = 0, total_copies = 0, total_launches = 0, total_copy_bytes = 0;
-  int64_t total_passes = 0;  // the transport's batched launches (per batch, stream and peer)
+  int64_t total_passes = 0;  // the transport's batched launches (per batch, stream and peer), and unpack()'s
   // Since the rank last had no batch in flight: its batches' fixed costs (batches in flight overlap one
   // another's launch and latency).
   double run_fixed = 0;
@@ -263,6 +264,7 @@ class Replayer {
     one_memory_ = copies_ && m.shared_copy_gbps > 0 && m.box_ops;
     sender_copies_ = m.sender_copies;
     turns_ = copies_ && m.serial_issue && m.switch_us > 0 && m.slice_us > 0;
+    unpack_turns_ = copies_ && m.serial_issue && m.switch_us > 0 && !m.serial_packs;
     misc_phase_ = phase_count(plan) - 1;
     domains_.resize(plan.groups.size());
     for (size_t g = 0; g < plan.groups.size(); ++g)
@@ -352,6 +354,15 @@ class Replayer {
   // Per rank and batch: how much later it ends when the ranks take turns on the GPU (its last pass done
   // in the turns, less when its bytes were through on its own clock).
   void delay_batches(std::vector<std::vector<double>> delay) { delay_ = std::move(delay); }
+  // The retired batches' unpack passes (unpack()): their index in slice_work(), rank and batch.
+  struct UnpackItem {
+    size_t work;
+    int rank;
+    int64_t batch;
+  };
+  const std::vector<UnpackItem>& unpack_items() const { return unpack_items_; }
+  // Per rank and batch: how long its unpacks took from their launch to done in the previous walk's turns.
+  void wait_unpacks(std::vector<std::vector<double>> wait) { unpack_wait_ = std::move(wait); }
   void record() { record_ = true; }
   double beta(int res) const { return beta_[res]; }
   int64_t node(int rank) const { return rank / m_.gpus_per_node; }
@@ -700,12 +711,37 @@ class Replayer {
 
   // The lane's oldest posted batch is waited for: the rank's next op starts no earlier than it ends.
   void retire(RankState& s, int lane) {
-    std::deque<double>& ends = s.ends[static_cast<size_t>(lane)];
+    auto& ends = s.ends[static_cast<size_t>(lane)];
     if (ends.empty()) return;
-    s.start = std::max(s.start, ends.front());
-    s.seconds = std::max(s.seconds, ends.front());
+    const auto [end, batch] = ends.front();
+    s.start = std::max(s.start, end);
+    s.seconds = std::max(s.seconds, end);
     ends.pop_front();
+    unpack(s, batch);
     if (!s.in_flight()) drained(s);
+  }
+
+  // Where the GPU takes turns (unpack_turns_), a retired batch's unpacks are the rank's own pass: the
+  // executor queues them once the batch is waited for and then synchronizes the device
+  // (executor.cpp, Executor::retire_oldest: copy_box per staged piece, then memory_.sync), so the rank
+  // goes on only once its context had its turn and the copies are done (the previous walk's turns, or
+  // their copy time alone). Each rank's unpacks are thus one batch at a time, and between two of them
+  // the GPU may switch to another rank: golden's receivers at the default 256 MiB batches (22 a rank
+  // on Qwen3-4B DP2 -> TP2) alternate with one another after the root's copies.
+  void unpack(RankState& s, int64_t batch) {
+    const size_t b = static_cast<size_t>(batch);
+    const double seconds = b < s.batch_unpack.size() ? s.batch_unpack[b] : 0;
+    if (seconds <= 0) return;
+    const size_t rank = static_cast<size_t>(&s - ranks_.data());
+    ++s.total_passes;  // a launch of its own: without slices, a switch (walk())
+    if (turns_) {
+      unpack_items_.push_back(UnpackItem{slice_work_.size(), static_cast<int>(rank), batch});
+      slice_work_.push_back(SliceWork{s.start, static_cast<int>(rank), seconds});
+      slice_waiters_.emplace_back();  // no batch waits for it: the rank's clock does
+    }
+    const double waited = rank < unpack_wait_.size() && b < unpack_wait_[rank].size() ? unpack_wait_[rank][b] : 0;
+    s.start += std::max(seconds, waited);
+    s.seconds = std::max(s.seconds, s.start);
   }
 
   // The rank has no batch in flight: the fixed costs of the batches since it last had none are exposed
@@ -757,7 +793,9 @@ class Replayer {
     // copy time again (that capped a rank's receives at copy_gbps / wire_copies, 3.9 GB/s on the device
     // host, where one pair measured 6.7).
     const int64_t in_link = m_.box_ops ? 0 : o.pass_bytes;
-    if (copies_) wire = std::max(wire, static_cast<double>(o.copy_bytes - serial - in_link) / (m_.copy_gbps * 1e9));
+    // With the GPU's turns the unpacks come after the wait (unpack()), not inside it.
+    const int64_t after_wait = unpack_turns_ ? o.unpack_bytes : 0;
+    if (copies_) wire = std::max(wire, static_cast<double>(o.copy_bytes - serial - in_link - after_wait) / (m_.copy_gbps * 1e9));
     wire = std::max(wire, o.relay);
     const double fixed = m_.launch_us * 1e-6 * o.stream_count + o.latency;
     const int64_t launches = o.launches + static_cast<int64_t>(o.pulls.size());
@@ -770,7 +808,11 @@ class Replayer {
     if (s.batch_through.size() <= batch) s.batch_through.resize(batch + 1, 0);
     s.batch_through[batch] = own_end;
     const double end = own_end + o.latency + unpack + delay;
-    s.ends[static_cast<size_t>(lane)].push_back(end);
+    s.ends[static_cast<size_t>(lane)].emplace_back(end, o.id);
+    if (unpack_turns_ && o.unpack_bytes > 0) {
+      if (s.batch_unpack.size() <= batch) s.batch_unpack.resize(batch + 1, 0);
+      s.batch_unpack[batch] = static_cast<double>(o.unpack_bytes) / (m_.copy_gbps * 1e9);
+    }
     o.wait_until = 0;
     // The copier launches, per stream, every copy whose descriptions are in at once, in one pass
     // (cuda_ipc_transport.cpp, CudaIpcTransport::progress: each progress pass takes the arrived
@@ -831,6 +873,11 @@ class Replayer {
   // would count a linear broadcast's root once per member, do not time them again.
   bool one_memory_ = false;
   bool turns_ = false;  // the GPU takes turns between processes (serial_issue, switch_us, slice_us)
+  // The GPU switches between processes (serial_issue, switch_us) and the executor's unpacks are kernels
+  // (no serial packs): each retired batch's unpacks are a pass of the rank's own (unpack()).
+  bool unpack_turns_ = false;
+  std::vector<UnpackItem> unpack_items_;
+  std::vector<std::vector<double>> unpack_wait_;
   bool sender_copies_ = false;  // SystemModel::sender_copies: a rank's sends and receives share its link
   int misc_phase_ = 0;
   bool record_ = false;
@@ -901,15 +948,16 @@ struct Walk {
 };
 
 Walk walk(const Plan& plan, const SystemModel& m, const OpLists& lists, const Filter& f, bool record) {
-  auto once = [&](std::vector<std::vector<double>> delay) {
+  auto once = [&](std::vector<std::vector<double>> delay, std::vector<std::vector<double>> unpack_wait) {
     auto replay = std::make_unique<Replayer>(plan, m, lists);
     if (record) replay->record();
     replay->delay_batches(std::move(delay));
+    replay->wait_unpacks(std::move(unpack_wait));
     replay->run(f);
     return replay;
   };
   Walk out;
-  out.replay = once({});
+  out.replay = once({}, {});
   const std::vector<RankState>& ranks = out.replay->ranks();
   out.switches.assign(ranks.size(), 0);
   const std::set<int64_t> sliced = sliced_domains(*out.replay, m);
@@ -923,7 +971,7 @@ Walk walk(const Plan& plan, const SystemModel& m, const OpLists& lists, const Fi
   SliceSchedule turns = take_turns(*out.replay, m, sliced);
   const Replayer* cur = out.replay.get();
   std::unique_ptr<Replayer> next_walk;
-  std::vector<std::vector<double>> delay;
+  std::vector<std::vector<double>> delay, unpack_wait;
   for (int k = 0; k < kTurnWalks; ++k) {
     std::vector<std::vector<double>> next(cur->ranks().size());
     for (size_t r = 0; r < next.size(); ++r) next[r].assign(static_cast<size_t>(cur->ranks()[r].batches), 0);
@@ -939,17 +987,29 @@ Walk walk(const Plan& plan, const SystemModel& m, const OpLists& lists, const Fi
         const auto& through = cur->ranks()[r].batch_through;
         if (b < next[r].size() && b < through.size()) next[r][b] = std::max(next[r][b], turns.done[i] - through[b]);
       }
+    // A rank's unpacks hold it from their launch until they are done in the turns.
+    std::vector<std::vector<double>> next_unpack(next.size());
+    for (size_t r = 0; r < next.size(); ++r) next_unpack[r].assign(next[r].size(), 0);
+    for (const auto& u : cur->unpack_items()) {
+      const size_t r = static_cast<size_t>(u.rank), b = static_cast<size_t>(u.batch);
+      if (b < next_unpack[r].size()) next_unpack[r][b] = turns.done[u.work] - cur->slice_work()[u.work].ready;
+    }
     double moved = 0;
     const double step = 1.0 / (1.0 + k / 4.0);
-    for (size_t r = 0; r < next.size(); ++r)
-      for (size_t b = 0; b < next[r].size(); ++b) {
-        const double before = r < delay.size() && b < delay[r].size() ? delay[r][b] : 0;
-        next[r][b] = before + step * (next[r][b] - before);
-        moved = std::max(moved, std::abs(next[r][b] - before));
-      }
+    auto settle = [&](std::vector<std::vector<double>>& now, const std::vector<std::vector<double>>& was) {
+      for (size_t r = 0; r < now.size(); ++r)
+        for (size_t b = 0; b < now[r].size(); ++b) {
+          const double before = r < was.size() && b < was[r].size() ? was[r][b] : 0;
+          now[r][b] = before + step * (now[r][b] - before);
+          moved = std::max(moved, std::abs(now[r][b] - before));
+        }
+    };
+    settle(next, delay);
+    settle(next_unpack, unpack_wait);
     if (k > 0 && moved < kTurnsSettled) break;
     delay = std::move(next);
-    next_walk = once(delay);
+    unpack_wait = std::move(next_unpack);
+    next_walk = once(delay, unpack_wait);
     cur = next_walk.get();
     turns = take_turns(*cur, m, sliced);
   }

@@ -60,12 +60,16 @@
 //   With serial_issue and switch_us, a domain where two or
 //   more ranks launch copies (processes time-slicing one GPU) also pays switch_us per transport pass of
 //   every rank (one per batch, stream and peer received from): each waits for the GPU to switch to its
-//   context. A rank's back-to-back launches (packs, unpacks) share its time slice and are not charged.
+//   context. A rank's back-to-back launches (packs) share its time slice and are not charged; its
+//   unpacks of a batch, which the executor queues only once it waited for the batch and then
+//   synchronizes the device on (Executor::retire_oldest), are a pass of their own after the wait, and
+//   the rank goes on when they are done (golden's receivers, at small batches, alternate this way).
 //   With slice_us the passes take turns on the GPU (time_slice.h) from when each can launch, a pass
 //   being one launch of its copier (the copies of a batch and stream whose ops all ranks had posted by
 //   the same time, as cuda-ipc's progress launches what has arrived), a rank paying the switches into
 //   its context, and the walk is repeated with each batch delayed until the last pass it waits for is
-//   done there, until the delays settle (docs/performance.md, "Context switches").
+//   done there, and each rank's unpack passes holding it until they are done there, until both settle
+//   (docs/performance.md, "Context switches", "Golden's unpacks take turns").
 //   On one device memory (box ops) a copier's copies run one after another from when all posted the
 //   op, and the other end's batch waits for the copy.
 // - Golden (algo): every distinct source shard broadcast whole over the param's group from its lowest
@@ -121,8 +125,8 @@ struct SystemModel {
   // overlapping it. Off under MPS, where the ranks' work runs concurrently.
   bool serial_issue = false;
   // With serial_issue, where at least two ranks of a domain launch copies: the GPU switching to a
-  // process's context, per transport pass (batched launch per batch, stream and peer), which waits on
-  // it. Measured by scripts/gpu_timeslice.sh; 0 under MPS (one context).
+  // process's context, per transport pass (batched launch per batch, stream and peer) and per waited
+  // batch's unpacks, which wait on it. Measured by scripts/gpu_timeslice.sh; 0 under MPS (one context).
   double switch_us = 0;
   // The GPU's time slice per context (measured by scripts/gpu_timeslice.sh --mode slice). > 0: the
   // ranks' passes take turns on the GPU (time_slice.h: a context runs its queue until it is empty or,
