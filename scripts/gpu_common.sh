@@ -40,6 +40,15 @@ run_case() {
   done
 }
 
+# window_case ALGO NAME RANKS TRAIN_GPUS TRAIN GEN_GPUS GEN [plan flags...]: run_case at window 1, 4 and
+# 16 (ITERS default 5), each `run --json` into $OUT/ipc/NAME_wW.json (gpu_window.sh, gpu_golden_turns.sh).
+window_case() {
+  local algo=$1 name=$2 w; shift 2
+  for w in 1 4 16; do
+    ALGOS=$algo ITERS=${ITERS:-5} run_case "${name}_w$w" "$@" RUN --window "$w" --json "$OUT/ipc/${name}_w$w.json" --force
+  done
+}
+
 # say_phases RECORD [DIGITS]: logs a `run --json` record's phase times, "NAME: PHASE T ms ..." (T with
 # DIGITS decimals, default 3).
 say_phases() {

@@ -17,14 +17,8 @@ SKIP_CTEST=1 CMAKE_FLAGS="-DRESHARD_BUILD_TESTS=OFF -DRESHARD_BUILD_BENCH=OFF"
 gpu_build_and_test
 mkdir -p "$OUT/ipc" "$OUT/trace"
 M=plans/qwen3-4b.json
-golden_case() {  # name ranks train_gpus train gen_gpus gen
-  local name=$1; shift
-  for w in 1 4 16; do
-    ALGOS=golden ITERS=${ITERS:-5} run_case "${name}_w$w" $M "$@" RUN --window "$w" --json "$OUT/ipc/${name}_w$w.json" --force
-  done
-}
-golden_case golden_qwen3_4b_dp2_tp2 4 2 tp=1 2 tp=2
-golden_case golden_qwen3_4b_pp2dp2_tp2dp2 8 4 tp=1,pp=2 4 tp=2
+window_case golden golden_qwen3_4b_dp2_tp2 $M 4 2 tp=1 2 tp=2
+window_case golden golden_qwen3_4b_pp2dp2_tp2dp2 $M 8 4 tp=1,pp=2 4 tp=2
 say "\$ trace: golden_qwen3_4b_dp2_tp2_w16 --ipc-trace $OUT/trace/golden_w16"
 mpirun --oversubscribe -np 4 "$R" run --plan "$OUT/golden_qwen3_4b_dp2_tp2_w16.json" --transport cuda-ipc --algo golden \
   --iters 3 --ipc-trace "$OUT/trace/golden_w16" >>"$LOG" 2>&1

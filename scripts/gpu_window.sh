@@ -14,11 +14,9 @@ LOG=$OUT/gpu_window.log
 gpu_build_and_test
 mkdir -p "$OUT/ipc" "$OUT/cpu"
 M=plans/qwen3-4b.json
-ipc_case() {  # name ranks train_gpus train gen_gpus gen
+ipc_case() {  # name ranks train_gpus train gen_gpus gen [plan flags]
   local name=$1; shift
-  for w in 1 4 16; do
-    ALGOS=reshard ITERS=5 run_case "${name}_w$w" $M "$@" RUN --window "$w" --json "$OUT/ipc/${name}_w$w.json" --force
-  done
+  ITERS=5 window_case reshard "$name" $M "$@"
 }
 CASES=${CASES:-ipc cpu}
 if [[ " $CASES " == *" ipc "* ]]; then
