@@ -987,14 +987,16 @@ Walk walk(const Plan& plan, const SystemModel& m, const OpLists& lists, const Fi
         const auto& through = cur->ranks()[r].batch_through;
         if (b < next[r].size() && b < through.size()) next[r][b] = std::max(next[r][b], turns.done[i] - through[b]);
       }
-    // A rank's unpacks hold it from their launch until they are done in the turns.
+    // A rank's unpacks hold it from their launch until they are done in the turns (only a sliced
+    // domain's take turns: elsewhere they take their copy time, Replayer::unpack).
     std::vector<std::vector<double>> next_unpack(next.size());
     for (size_t r = 0; r < next.size(); ++r) next_unpack[r].assign(next[r].size(), 0);
     for (const auto& u : cur->unpack_items()) {
       const size_t r = static_cast<size_t>(u.rank), b = static_cast<size_t>(u.batch);
-      if (b < next_unpack[r].size()) next_unpack[r][b] = turns.done[u.work] - cur->slice_work()[u.work].ready;
+      if (b < next_unpack[r].size() && sliced.count(cur->node(u.rank)))
+        next_unpack[r][b] = turns.done[u.work] - cur->slice_work()[u.work].ready;
     }
-    double moved = 0;
+    double moved = 0;  // over both the batch delays and the unpack waits: the walks settle when both do
     const double step = 1.0 / (1.0 + k / 4.0);
     auto settle = [&](std::vector<std::vector<double>>& now, const std::vector<std::vector<double>>& was) {
       for (size_t r = 0; r < now.size(); ++r)
