@@ -42,7 +42,8 @@
 #             ", pull" (records before b9e2768); with neither (made before push existed) pull.
 #   --system: the preset for every record; default cpu-mpi-local for transport "mpi"; for cuda-ipc
 #             records whose ranks share one device h200-shared-1gpu, or h200-shared-1gpu-mps when the
-#             gpu_env.json beside the record says "mps": "on"; else h100-nvl8-ib400.
+#             gpu_env.json beside the record says "mps": "on" (h100-shared-1gpu where versions.device names
+#             an H100; an H100 record under MPS is skipped: no preset); else h100-nvl8-ib400.
 #             Extra `reshard simulate` flags: RESHARD_SIMULATE_FLAGS (every record) and
 #             RESHARD_SIMULATE_FLAGS_<PRESET> (records simulated on that preset; upper case, '-' as '_'),
 #             e.g. RESHARD_SIMULATE_FLAGS_H200_SHARED_1GPU="--switch-us 10" (the MPS rows keep theirs);
@@ -199,7 +200,10 @@ fi
                                   results/cpu_waits_vm/ceiling/run1 results/cpu_waits_vm/ceiling/run2
                                   results/cpu_waits_vm/busy/run1
                                   results/cpu_waits_vm/damon_off/run1 results/cpu_waits_vm/damon_off/run2
-                                  results/cpu_waits_vm/damon_off/ab_direct/run1 results/cpu_waits_vm/damon_off/ab_direct/run2)
+                                  results/cpu_waits_vm/damon_off/ab_direct/run1 results/cpu_waits_vm/damon_off/ab_direct/run2
+                                  results/gpu/trace_h100/run1_ipc results/gpu/trace_h100/ipc
+                                  results/gpu/trace_h100/config2_18l/ipc results/gpu/golden_turns_h100/ipc
+                                  results/cpu_waits_h100host/run1 results/cpu_waits_h100host/run2)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, math, os, re, shlex, statistics, subprocess, sys
 
@@ -375,8 +379,12 @@ def preset(f, rec):
     transport = rec["arguments"].get("transport")
     if transport == "mpi":
         return "cpu-mpi-local"
-    if transport == "cuda-ipc" and " of 1," in rec.get("versions", {}).get("device", ""):
-        # every rank on the one device; under MPS their kernels run concurrently
+    device = rec.get("versions", {}).get("device", "")
+    if transport == "cuda-ipc" and " of 1," in device:
+        # every rank on the one device; under MPS their kernels run concurrently (measured on the H200
+        # only: an H100 record under MPS has no preset and is skipped)
+        if "H100" in device:
+            return None if mps_on(f) else "h100-shared-1gpu"
         return "h200-shared-1gpu-mps" if mps_on(f) else "h200-shared-1gpu"
     return "h100-nvl8-ib400"
 
@@ -389,6 +397,9 @@ for f, name, rec in records:
         print("%-32s skipped: plan %s not found (no file, no recipe)" % (name, rec["plan"]["fingerprint"]))
         continue
     sysname = system or preset(f, rec)
+    if sysname is None:
+        print("%-32s skipped: no preset for its device under MPS (%s)" % (name, rec["versions"]["device"]))
+        continue
     a = rec["arguments"]
     mode = ipc_mode(rec) if a.get("transport") == "cuda-ipc" else None
     preset_flags = os.environ.get("RESHARD_SIMULATE_FLAGS_" + sysname.upper().replace("-", "_"), "")

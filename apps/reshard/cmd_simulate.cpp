@@ -121,7 +121,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("plan", args->plan, "Plan file (JSON or CBOR)")->required();
   cmd->add_option("--preset,--system", args->system,
                   "Hardware preset: h100-nvl8-ib400 (default), h200-nvl8-ib400, gb200-nvl72, cpu-mpi-local, "
-                  "h200-shared-1gpu, h200-shared-1gpu-mps");
+                  "h200-shared-1gpu, h200-shared-1gpu-mps, h100-shared-1gpu");
   cmd->add_option("--gpus-per-node", args->gpus_per_node, "Ranks per NVLink domain (rank / N = domain)");
   cmd->add_option("--nvlink-gbps", args->nvlink_gbps, "NVLink GB/s (1e9 B/s) per direction per GPU");
   cmd->add_option("--nic-gbps", args->nic_gbps, "NIC GB/s (1e9 B/s, not Gbit/s) per direction per GPU");

@@ -259,7 +259,7 @@ TEST(SimulateCopies, GoldenMovesWholeShardsAndIsSlower) {
 }
 
 TEST(SimulateCopies, PresetsAreValidAndCopyModelled) {
-  for (const char* name : {"cpu-mpi-local", "h200-shared-1gpu", "h200-shared-1gpu-mps"}) {
+  for (const char* name : {"cpu-mpi-local", "h200-shared-1gpu", "h200-shared-1gpu-mps", "h100-shared-1gpu"}) {
     const SystemModel m = find_system_preset(name);
     Problems problems;
     validate_system_model(m, problems);
@@ -273,6 +273,8 @@ TEST(SimulateCopies, PresetsAreValidAndCopyModelled) {
   EXPECT_TRUE(find_system_preset("h200-shared-1gpu").serial_issue);
   EXPECT_TRUE(find_system_preset("h200-shared-1gpu-mps").serial_issue);  // config 3 under MPS says so
   EXPECT_TRUE(find_system_preset("h200-shared-1gpu-mps").box_ops);
+  EXPECT_TRUE(find_system_preset("h100-shared-1gpu").box_ops);       // the H200's model, the H100's rates
+  EXPECT_TRUE(find_system_preset("h100-shared-1gpu").serial_issue);
   EXPECT_EQ(find_system_preset("cpu-mpi-local").linear_broadcast_max, 4);  // Open MPI libnbc's MPI_Ibcast
   EXPECT_TRUE(find_system_preset("cpu-mpi-local").serial_packs);             // host packs on the rank's thread
   EXPECT_EQ(find_system_preset("cpu-mpi-local").binomial_broadcast_min, 5);  // libnbc above 4 members

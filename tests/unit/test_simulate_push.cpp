@@ -167,7 +167,7 @@ TEST(SimulatePush, OnlyCudaIpcHasAMode) {
 }
 
 TEST(SimulatePush, PushIsFasterOnTheSharedGpuAndAboveTheLowerBound) {
-  for (const char* name : {"h200-shared-1gpu", "h200-shared-1gpu-mps"})
+  for (const char* name : {"h200-shared-1gpu", "h200-shared-1gpu-mps", "h100-shared-1gpu"})
     for (Algo algo : {Algo::Reshard, Algo::Golden})
       for (int n : {1, 64}) {
         SystemModel m = find_system_preset(name);

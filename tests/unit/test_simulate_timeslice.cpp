@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "reshard/core/model.h"
 #include "reshard/core/planner.h"
@@ -241,16 +242,22 @@ TEST(SimulateSlice, PresetsValidationAndOutput) {
 }
 
 TEST(SimulateSlice, PresetIsTheCommittedMeasurement) {
-  // h200-shared-1gpu's switch_us and slice_us are the committed scripts/gpu_timeslice.sh run's derived
-  // values (MPS off), rounded to 0.1 us: a new run must move the preset with it.
-  const std::string path = std::string(RESHARD_SOURCE_DIR) + "/results/gpu/timeslice/gpu_timeslice.json";
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "cannot open " << path;
-  const nlohmann::json off = nlohmann::json::parse(in).at("derived").at("off");
-  const SystemModel m = find_system_preset("h200-shared-1gpu");
-  EXPECT_GT(m.slice_us, 0);
-  EXPECT_NEAR(m.slice_us, off.at("timeslice_us").get<double>(), 0.05);
-  EXPECT_NEAR(m.switch_us, off.at("switch_us_for_preset").get<double>(), 0.05);
+  // Each time-sliced GPU preset's switch_us and slice_us are its card's committed scripts/gpu_timeslice.sh
+  // run's derived values (MPS off), rounded to 0.1 us: a new run must move the preset with it.
+  const std::pair<const char*, const char*> cards[] = {
+      {"h200-shared-1gpu", "/results/gpu/timeslice/gpu_timeslice.json"},
+      {"h100-shared-1gpu", "/results/gpu/timeslice_h100/gpu_timeslice.json"},
+  };
+  for (const auto& [preset, file] : cards) {
+    const std::string path = std::string(RESHARD_SOURCE_DIR) + file;
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "cannot open " << path;
+    const nlohmann::json off = nlohmann::json::parse(in).at("derived").at("off");
+    const SystemModel m = find_system_preset(preset);
+    EXPECT_GT(m.slice_us, 0) << preset;
+    EXPECT_NEAR(m.slice_us, off.at("timeslice_us").get<double>(), 0.05) << preset;
+    EXPECT_NEAR(m.switch_us, off.at("switch_us_for_preset").get<double>(), 0.05) << preset;
+  }
 }
 
 }  // namespace

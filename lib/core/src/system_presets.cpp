@@ -81,6 +81,23 @@ SystemModel h200_shared_1gpu() {
   return m;
 }
 
+// All ranks on ONE H100 (80GB HBM3) through cuda-ipc, no MPS: h200-shared-1gpu's model with the H100's
+// own measured device constants. Shared copy rate: the mean over the 20 records of results/gpu/trace_h100
+// (2026-12-05; 4- and 8-rank Qwen3-4B plans and config 2 at 18 layers, push and pull, window 1 and 16)
+// of (total ceiling_gbps x gen ranks) = 1356.2 GB/s, derived as the H200's 1911. switch_us and slice_us:
+// scripts/gpu_timeslice.sh on the H100 (results/gpu/timeslice_h100/gpu_timeslice.json, MPS off):
+// `derived.off.switch_us_for_preset` 135.99 us, `derived.off.timeslice_us` 2090.4 us. Handshake, per-op
+// and per-launch costs are the H200's (an assumption: the same build's host path on a host of the same
+// kind, 16 cores; nothing is fitted on an H100 record).
+SystemModel h100_shared_1gpu() {
+  SystemModel m = h200_shared_1gpu();
+  m.name = "h100-shared-1gpu";
+  m.nvlink_gbps = m.nic_gbps = m.copy_gbps = m.shared_copy_gbps = 1356.2;
+  m.switch_us = 136.0;  // results/gpu/timeslice_h100/gpu_timeslice.json: derived.off.switch_us_for_preset
+  m.slice_us = 2090.4;  // results/gpu/timeslice_h100/gpu_timeslice.json: derived.off.timeslice_us
+  return m;
+}
+
 // The same GPU and build under the CUDA MPS daemon (results/gpu/mps/gpu_runs.json): the ranks' kernels
 // run concurrently, and the ceiling's copies too, so only the copy rate changes. Copy rate:
 // the mean of (total ceiling_gbps x gen ranks) over the six MPS records = 2123 GB/s. Handshake, per-op
@@ -114,6 +131,7 @@ const std::vector<SystemModel>& system_presets() {
       cpu_mpi_local(),
       h200_shared_1gpu(),
       h200_shared_1gpu_mps(),
+      h100_shared_1gpu(),
   };
   return presets;
 }
