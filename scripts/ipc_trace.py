@@ -2,16 +2,23 @@
 """Timeline of a cuda-ipc run from its RESHARD_CUDA_IPC_TRACE files (PREFIX.<rank>.tsv).
 
     python3 scripts/ipc_trace.py PREFIX [--last N]
+    python3 scripts/ipc_trace.py --handshake PREFIX [PREFIX ...]
 
 Waits of all ranks are grouped into steps: a step starts with the first wait (or its flush) that
 begins after every wait of the previous step has ended (phases are separated by barriers). For each
 of the last N steps it prints, per rank and wait, the microseconds from the step's start to each
 traced point: flush (begin/end), wait begin, first/last description taken, first/last launch,
 copies done, end; '-' where a point did not happen (e.g. a push receiver copies nothing).
+
+--handshake: over every wait that launched copies (a copier's batch) in all PREFIXes, the median of its
+handshake, (first launch - begin) + (end - copies done): the host's part of a batch around its copies,
+the simulate presets' per-batch latency where the traces are of window-1 runs (each wait then begins
+as its batch is posted, so it holds no wait for earlier batches; docs/performance.md, "Presets").
 """
 import argparse
 import csv
 import glob
+import statistics
 import sys
 
 POINTS = ["flush_begin", "flush_end", "begin", "first_take", "last_take", "first_launch", "last_launch",
@@ -46,11 +53,27 @@ def steps(rows):
     return out
 
 
+def handshake(prefixes):
+    us = [((r["first_launch"] - r["begin"]) + (r["end"] - r["copies_done"])) * 1e6
+          for p in prefixes for r in load(p) if r["first_launch"] > 0 and r["copies_done"] > 0]
+    if not us:
+        sys.exit("ipc_trace: no wait launched copies")
+    tenths = statistics.quantiles(us, n=10) if len(us) > 1 else [us[0]] * 9
+    print(f"handshake over {len(us)} copier batches: median {statistics.median(us):.1f} us "
+          f"(p10 {tenths[0]:.1f}, p90 {tenths[-1]:.1f})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("prefix")
+    ap.add_argument("prefix", nargs="+")
     ap.add_argument("--last", type=int, default=4, help="steps to print, from the end (default 4)")
+    ap.add_argument("--handshake", action="store_true", help="the median per-batch handshake of all PREFIXes")
     a = ap.parse_args()
+    if a.handshake:
+        return handshake(a.prefix)
+    if len(a.prefix) > 1:
+        sys.exit("ipc_trace: one PREFIX, or several with --handshake")
+    a.prefix = a.prefix[0]
     all_steps = steps(load(a.prefix))
     print(f"{len(all_steps)} steps; the last {min(a.last, len(all_steps))}, microseconds from each step's start")
     for i, st in enumerate(all_steps[-a.last:]):

@@ -50,6 +50,19 @@ PY
     echo "$out" | grep -q "^12 steps" || fail "expected 12 steps: $out"
     [ "$(echo "$out" | grep -cE '^ +[0-3] ')" = 4 ] || fail "expected one line per rank (4): $out"
     ;;
+  ipc_trace_handshake)  # the time-sliced GPU presets' per-batch latency is the committed window-1 traces'
+    # measured handshake (system_presets.cpp), as simulate reports it
+    out=$(python3 scripts/ipc_trace.py --handshake results/gpu/trace_h100/trace/dp2_tp2_w1 \
+          results/gpu/trace_h100/trace/pp2dp2_tp2dp2_direct_w1) || fail "ipc_trace.py --handshake exited $?"
+    measured=$(echo "$out" | sed -n 's/.*copier batches: median \([0-9.]*\) us.*/\1/p')
+    [ -n "$measured" ] || fail "no median in: $out"
+    for preset in h200-shared-1gpu h200-shared-1gpu-mps h100-shared-1gpu; do
+      lat=$("$BUILD/apps/reshard/reshard" simulate results/gpu/trace_h100/plans/ea0529adf0e5f41e.json --system "$preset" \
+            --json | python3 -c 'import json,sys; s=json.load(sys.stdin)["system"]; print(s["nvlink_latency_us"], s["nic_latency_us"])') ||
+        fail "simulate --system $preset failed"
+      [ "$lat" = "$measured $measured" ] || fail "$preset latency $lat, the traces' handshake $measured"
+    done
+    ;;
   perf_gate_gpu)  # the GPU baseline passes itself and fails the memcpy-era build (b784af1)
     python3 scripts/perf_gate results/baseline/gpu_h200.json results/gpu/push/gpu_runs.json >"$T/p" ||
       fail "the baseline's own run failed the gate: $(cat "$T/p")"

@@ -49,16 +49,21 @@ SystemModel cpu_mpi_local() {
 // The processes time-slice the GPU (no MPS), so every rank's issue costs occupy it (serial_issue).
 // Host costs model the current cuda-ipc host path (deb954c: one event query per launch and pass, fan-out
 // merge by sort); records of older builds measure a slower host path (docs/performance.md).
-// Per-batch handshake 141 us: measured, not fitted, in the RESHARD_CUDA_IPC_TRACE files of
-// results/gpu/extra/trace_poll/1b_reshard.* (build 9230185, whose bulk host path is deb954c's; push, no
-// MPS): per bulk step (one batch per rank), the step's start to the first launch of its busiest copier
-// (the one whose copies_done is last) plus that copies_done to the step's end; median over the five
-// timed bulk steps (3, 6, 9, 12, 15 of scripts/ipc_trace.py; step 0 is the warm-up): 141.1 us.
+// Per-batch handshake 48.3 us: measured, not fitted, on the current executor's window-1 cuda-ipc traces
+// (lib/exec unchanged since aef24f7), results/gpu/trace_h100/trace/{dp2_tp2_w1,pp2dp2_tp2dp2_direct_w1}.*
+// (push, no MPS): `python3 scripts/ipc_trace.py --handshake` over them, the median over the 1062 waits
+// that launched copies of (first launch - begin) + (end - copies done). At window 1 a wait begins as its
+// batch is posted, so it holds the batch's own host work and no wait for earlier batches, which the
+// walk models; the H200's 1a at window 1 (results/gpu/extra/trace_19254c7/1a_w1) reads 40.4. It is host
+// work, so the H100's value serves the H200. (Until 2026-12-06: 141 us, the step's start to the first
+// launch of its busiest copier plus its copies done to the step's end in 9230185's bulk steps of 1b at
+// the bench's window, which held the copiers' waits for their slowest peer besides.)
 // Fitted on deb954c's push stress config 3 bulk.pp0 (results/gpu/push/gpu_runs.json, one batch; reshard
 // 7.492 ms: 16384 ops, 2 batched launches, 2 switches; golden 39.124 ms: 16384 ops, 1 batched launch +
 // 8192 unpacks, a launch each, 1 switch), less the handshake, the copy time (128 / 384 MiB at 1911 GB/s)
-// and the measured switches (x 137.7 us): per op 0.427 us, per launch 3.86 us (e6b0d46's pull records
-// gave 0.724 / 3.94 with the older build's 0.5 ms handshake). Per copy 0: on config 3 every receive is
+// and the measured switches (x 137.7 us): per op 0.433 us, per launch 3.86 us (0.427 / 3.86 with the
+// earlier 141 us handshake; e6b0d46's pull records gave 0.724 / 3.94 with the older build's 0.5 ms
+// handshake). Per copy 0: on config 3 every receive is
 // one copy, so a batched copy's host work cannot be told from the op's and is in per_op_us; in the kernel
 // a copy costs its bytes. docs/performance.md has the arithmetic. Context switch (switch_us) and time
 // slice (slice_us): measured on their own, not fitted, by scripts/gpu_timeslice.sh (MPS off;
@@ -67,7 +72,7 @@ SystemModel cpu_mpi_local() {
 // 6b05936, read 136.2); slice_us from P spinning kernels' running intervals, `derived.off.timeslice_us` =
 // 2090.7 us (median over 2, 4, 8 processes).
 SystemModel h200_shared_1gpu() {
-  SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, 1911, 1911, 141, 141, 0, 0.427);
+  SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, 1911, 1911, 48.3, 48.3, 0, 0.433);
   m.copy_gbps = 1911;
   m.shared_copy_gbps = 1911;
   m.wire_copies = 1;
@@ -86,9 +91,9 @@ SystemModel h200_shared_1gpu() {
 // (2026-12-05; 4- and 8-rank Qwen3-4B plans and config 2 at 18 layers, push and pull, window 1 and 16)
 // of (total ceiling_gbps x gen ranks) = 1356.2 GB/s, derived as the H200's 1911. switch_us and slice_us:
 // scripts/gpu_timeslice.sh on the H100 (results/gpu/timeslice_h100/gpu_timeslice.json, MPS off):
-// `derived.off.switch_us_for_preset` 135.99 us, `derived.off.timeslice_us` 2090.4 us. Handshake, per-op
-// and per-launch costs are the H200's (an assumption: the same build's host path on a host of the same
-// kind, 16 cores; nothing is fitted on an H100 record).
+// `derived.off.switch_us_for_preset` 135.99 us, `derived.off.timeslice_us` 2090.4 us. The handshake is
+// the one above (measured on this H100's traces); per-op and per-launch costs are the H200's fit (an
+// assumption: the same build's host path on a host of the same kind, 16 cores).
 SystemModel h100_shared_1gpu() {
   SystemModel m = h200_shared_1gpu();
   m.name = "h100-shared-1gpu";
