@@ -12,8 +12,11 @@ copies done, end; '-' where a point did not happen (e.g. a push receiver copies 
 
 --handshake: over every wait that launched copies (a copier's batch) in all PREFIXes, the median of its
 handshake, (first launch - begin) + (end - copies done): the host's part of a batch around its copies,
-the simulate presets' per-batch latency where the traces are of window-1 runs (each wait then begins
-as its batch is posted, so it holds no wait for earlier batches; docs/performance.md, "Presets").
+the simulate presets' per-batch latency where the traces are of window-1 runs of plans without
+forwarding (each wait then begins as its batch is posted, so it holds no wait for earlier batches nor
+for incoming data; docs/performance.md, "Presets"). Also the medians of its three parts, begin -> first
+description taken, first taken (or begin) -> first launch, copies done -> end, whose sum stays near the
+handshake where a two-phase plan's forwarders wait for their data inside the first two.
 """
 import argparse
 import csv
@@ -54,13 +57,18 @@ def steps(rows):
 
 
 def handshake(prefixes):
-    us = [((r["first_launch"] - r["begin"]) + (r["end"] - r["copies_done"])) * 1e6
-          for p in prefixes for r in load(p) if r["first_launch"] > 0 and r["copies_done"] > 0]
-    if not us:
+    batches = [r for p in prefixes for r in load(p) if r["first_launch"] > 0 and r["copies_done"] > 0]
+    if not batches:
         sys.exit("ipc_trace: no wait launched copies")
+    us = [((r["first_launch"] - r["begin"]) + (r["end"] - r["copies_done"])) * 1e6 for r in batches]
+    taken = [max(r["first_take"], r["begin"]) for r in batches]
+    parts = [statistics.median([(t - r["begin"]) * 1e6 for r, t in zip(batches, taken)]),
+             statistics.median([(r["first_launch"] - t) * 1e6 for r, t in zip(batches, taken)]),
+             statistics.median([(r["end"] - r["copies_done"]) * 1e6 for r in batches])]
     tenths = statistics.quantiles(us, n=10) if len(us) > 1 else [us[0]] * 9
     print(f"handshake over {len(us)} copier batches: median {statistics.median(us):.1f} us "
-          f"(p10 {tenths[0]:.1f}, p90 {tenths[-1]:.1f})")
+          f"(p10 {tenths[0]:.1f}, p90 {tenths[-1]:.1f}); medians of its parts {parts[0]:.1f} + {parts[1]:.1f} "
+          f"+ {parts[2]:.1f} = {sum(parts):.1f} us (begin -> first taken -> first launch; copies done -> end)")
 
 
 def main():
