@@ -22,6 +22,13 @@ gpu_build_and_test() {
   fi
 }
 
+# The recipes that only run reshard (no ctest, no test or bench targets): build, and the folders for
+# their records and traces, $OUT/ipc and $OUT/trace.
+gpu_build_reshard_only() {
+  SKIP_CTEST=1 CMAKE_FLAGS="-DRESHARD_BUILD_TESTS=OFF -DRESHARD_BUILD_BENCH=OFF" gpu_build_and_test
+  mkdir -p "$OUT/ipc" "$OUT/trace"
+}
+
 # run_case NAME MODEL_JSON RANKS TRAIN_GPUS TRAIN GEN_GPUS GEN [plan flags...] [RUN run flags...]:
 # plans into $OUT/NAME.json, runs --check with reshard and golden (cuda-ipc unless TRANSPORT is set),
 # and logs each run's #wrong line.

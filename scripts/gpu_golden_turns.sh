@@ -12,10 +12,8 @@
 set -uo pipefail
 OUT=${OUT:?set OUT to the results folder}
 LOG=$OUT/gpu_golden_turns.log
-SKIP_CTEST=1 CMAKE_FLAGS="-DRESHARD_BUILD_TESTS=OFF -DRESHARD_BUILD_BENCH=OFF"
 . "$(dirname "$0")/gpu_common.sh"
-gpu_build_and_test
-mkdir -p "$OUT/ipc" "$OUT/trace"
+gpu_build_reshard_only
 M=plans/qwen3-4b.json
 window_case golden golden_qwen3_4b_dp2_tp2 $M 4 2 tp=1 2 tp=2
 window_case golden golden_qwen3_4b_pp2dp2_tp2dp2 $M 8 4 tp=1,pp=2 4 tp=2

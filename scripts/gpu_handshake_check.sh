@@ -10,10 +10,8 @@
 set -uo pipefail
 OUT=${OUT:?set OUT to the results folder}
 LOG=$OUT/gpu_handshake_check.log
-SKIP_CTEST=1 CMAKE_FLAGS="-DRESHARD_BUILD_TESTS=OFF -DRESHARD_BUILD_BENCH=OFF"
 . "$(dirname "$0")/gpu_common.sh"
-gpu_build_and_test
-mkdir -p "$OUT/ipc" "$OUT/trace"
+gpu_build_reshard_only
 P=results/cpu_waits_h200host/plans
 for name in a16 b16 c24 d32; do
   np=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["world"]["size"])' "$P/$name.json")
