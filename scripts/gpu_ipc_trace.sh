@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cuda-ipc records and traces of the current build on the device machine, one call: build, ctest -L gpu,
 # then Qwen3-4B DP2 -> TP2 (4 ranks) and PP2xDP2 -> TP2xDP2 (8 ranks; two-phase, the automatic choice,
-# and --fanout direct) at window 1 and 16, the run's defaults otherwise. Each case runs twice with
+# and --fanout direct) at window 1 and 16 (WINDOWS), the run's defaults otherwise. Each case runs twice with
 # --check: once for the record ($OUT/ipc/NAME.json, read by scripts/calibrate.sh) and once with
 # --ipc-trace ($OUT/trace/NAME.<rank>.tsv, read by scripts/ipc_trace.py), so the trace's host timestamps
 # do not touch the record's times.
@@ -13,7 +13,7 @@
 # --batch-bytes 4Gi --staging-bytes 1Gi), reshard and golden, --ipc-mode push and pull, window 1 and 16.
 # Run from the repo root with $OUT set; writes $OUT/gpu_ipc_trace.log and the plans under
 # $OUT/plans/<fingerprint>.json. Env: BUILD, JOBS, SKIP_CTEST=1 (gpu_common.sh), ITERS (default 5), CASES
-# (default "qwen3_4b").
+# (default "qwen3_4b"), WINDOWS (the qwen3_4b cases' windows, default "1 16").
 set -uo pipefail
 OUT=${OUT:?set OUT to the results folder}
 LOG=$OUT/gpu_ipc_trace.log
@@ -55,7 +55,7 @@ plan pp2dp2_tp2dp2 4 tp=1,pp=2 4 tp=2
 plan pp2dp2_tp2dp2_direct 4 tp=1,pp=2 4 tp=2 --fanout direct
 for c in "dp2_tp2 4" "pp2dp2_tp2dp2 8" "pp2dp2_tp2dp2_direct 8"; do
   read -r name np <<<"$c"
-  for w in 1 16; do run_traced "${name}_w$w" "$np" "$OUT/$name.json" --window "$w"; done
+  for w in ${WINDOWS:-1 16}; do run_traced "${name}_w$w" "$np" "$OUT/$name.json" --window "$w"; done
 done
 fi
 for f in "$OUT"/ipc/*.json; do
