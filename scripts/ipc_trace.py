@@ -3,6 +3,7 @@
 
     python3 scripts/ipc_trace.py PREFIX [--last N]
     python3 scripts/ipc_trace.py --handshake PREFIX [PREFIX ...]
+    python3 scripts/ipc_trace.py --switches PREFIX
 
 Waits of all ranks are grouped into steps: a step starts with the first wait (or its flush) that
 begins after every wait of the previous step has ended (phases are separated by barriers). For each
@@ -17,10 +18,17 @@ forwarding (each wait then begins as its batch is posted, so it holds no wait fo
 for incoming data; docs/performance.md, "Presets"). Also the medians of its three parts, begin -> first
 description taken, first taken (or begin) -> first launch, copies done -> end, whose sum stays near the
 handshake where a two-phase plan's forwarders wait for their data inside the first two.
+
+--switches: for each step that launched copies, its time, the ranks that launched, the launches seen
+(each wait's first and last) and how often the launching rank changes from one to the next in time order:
+on one time-sliced GPU (no MPS) each change is a context switch, so this is a lower bound on the step's
+switches (a wait's launches between its first and last are not traced) to compare with `simulate`'s
+"context switches" lines for the same phase and window.
 """
 import argparse
 import csv
 import glob
+import signal
 import statistics
 import sys
 
@@ -71,17 +79,40 @@ def handshake(prefixes):
           f"+ {parts[2]:.1f} = {sum(parts):.1f} us (begin -> first taken -> first launch; copies done -> end)")
 
 
+def switches(prefix):
+    all_steps = steps(load(prefix))
+    print("step  time_ms  launches_seen  rank_changes  launching_ranks")
+    for i, st in enumerate(all_steps):
+        events = []
+        for r in st:
+            if r["first_launch"] > 0:
+                events.append((r["first_launch"], r["rank"]))
+                if r["last_launch"] > r["first_launch"]:
+                    events.append((r["last_launch"], r["rank"]))
+        if not events:
+            continue
+        events.sort()
+        changes = sum(1 for a, b in zip(events, events[1:]) if a[1] != b[1])
+        span = max(r["end"] for r in st) - min(start_of(r) for r in st)
+        ranks = ",".join(sorted({e[1] for e in events}, key=int))
+        print(f"{i:>4} {span * 1e3:8.2f} {len(events):>14} {changes:>13}  {ranks}")
+
+
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("prefix", nargs="+")
     ap.add_argument("--last", type=int, default=4, help="steps to print, from the end (default 4)")
     ap.add_argument("--handshake", action="store_true", help="the median per-batch handshake of all PREFIXes")
+    ap.add_argument("--switches", action="store_true", help="per step, the changes of launching rank")
     a = ap.parse_args()
     if a.handshake:
         return handshake(a.prefix)
     if len(a.prefix) > 1:
         sys.exit("ipc_trace: one PREFIX, or several with --handshake")
     a.prefix = a.prefix[0]
+    if a.switches:
+        return switches(a.prefix)
     all_steps = steps(load(a.prefix))
     print(f"{len(all_steps)} steps; the last {min(a.last, len(all_steps))}, microseconds from each step's start")
     for i, st in enumerate(all_steps[-a.last:]):

@@ -24,15 +24,24 @@ TEST(SimulateSwitch, EachTransportPassOfEveryRankWaitsForASwitch) {
   // 1 train -> 2 gen (TP2), one batch: each gen rank pulls from rank 0 on one stream (one pass); both
   // launch, so the shared GPU pays two switches, each rank one of them.
   const Plan p = test::small_mlp_plan(8, "sim-switch", 1, 2, 2);
-  const SimPhase bulk = simulate(p, test::time_sliced_gpu("switch-test", 30)).phases.front();
+  const SimResult one = simulate(p, test::time_sliced_gpu("switch-test", 30));
+  const SimPhase bulk = one.phases.front();
   EXPECT_EQ(bulk.switches, 2);
   EXPECT_TRUE(bulk.shared_bound);
   EXPECT_NEAR(bulk.seconds, 2 * 30e-6, 1e-9);
+  // The total holds the same passes (the norm's bucket rides in the gen ranks' one batch).
+  EXPECT_EQ(one.total_switches, 2);
   // Batches of 2 ops: 4 batches per gen rank, a pass each.
   SystemModel m = test::time_sliced_gpu("switch-test", 30);
   m.batch.batch_ops = 2;
-  const SimPhase batched = simulate(p, m).phases.front();
+  const SimResult four = simulate(p, m);
+  const SimPhase batched = four.phases.front();
   EXPECT_EQ(batched.switches, 8);
+  // The norm's bucket, alone in a batch of its own, is one more pass of each gen rank in the total.
+  const SimPhase& misc = four.phases.back();
+  ASSERT_EQ(misc.name, "misc");
+  EXPECT_EQ(misc.switches, 2);
+  EXPECT_EQ(four.total_switches, 10);
   EXPECT_NEAR(batched.seconds, 8 * 30e-6, 1e-9);
 }
 

@@ -1160,6 +1160,7 @@ SimResult simulate(const Plan& plan, const SystemModel& model) {
   const SimPhase total = slowest("total", walked, model);
   r.total_seconds = total.seconds;
   r.slowest_rank = total.slowest_rank;
+  r.total_switches = total.switches;
   r.slowest_rank_batches = total.batches;
   r.slowest_rank_wait_seconds = total.wait_seconds;
   for (size_t rank = 0; rank < all.ranks().size(); ++rank) {

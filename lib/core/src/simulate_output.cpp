@@ -78,6 +78,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
       {"misc_time_ms", r.misc_seconds * 1e3},
       {"sequential_time_ms", r.sequential_seconds * 1e3},
       {"total_time_ms", r.total_seconds * 1e3},
+      {"total_switches", r.total_switches},
       {"slowest_rank", r.slowest_rank},
       {"slowest_rank_batches", r.slowest_rank_batches},
       {"slowest_rank_wait_ms", r.slowest_rank_wait_seconds * 1e3},
@@ -177,6 +178,9 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
     if (p.switches > 0)
       line("# %s: %lld context switches over the domain's ranks\n", p.name.c_str(),
            static_cast<long long>(p.switches));
+  if (r.total_switches > 0)
+    line("# total (executor order): %lld context switches over the domain's ranks\n",
+         static_cast<long long>(r.total_switches));
   line("# busiest link: rank %d %s, %s, %.3f ms of wire time\n", r.busiest_rank, to_string(r.busiest_link),
        format_bytes(r.busiest_link_bytes).c_str(), r.busiest_link_seconds * 1e3);
   line("# bytes over NVLink %s, over NICs %s, copied in memory %s\n", format_bytes(r.nvlink_bytes).c_str(),

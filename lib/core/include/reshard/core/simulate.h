@@ -214,6 +214,7 @@ struct SimResult {
   double sequential_seconds = 0;  // bulk then misc (the seed's order)
   double total_seconds = 0;     // everything in the executor's order (misc interleaved)
   int slowest_rank = 0;         // of the total
+  int64_t total_switches = 0;   // of the total, as SimPhase::switches (compare ipc_trace.py --switches)
   int64_t slowest_rank_batches = 0;
   // Of the total, that rank waiting on ranks that posted later; with a window per stream an upper bound
   // (its lanes' batches share links, and each batch's wait counts the others' bytes beside its own).
