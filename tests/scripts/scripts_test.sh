@@ -63,17 +63,22 @@ PY
       [ "$lat" = "$measured $measured" ] || fail "$preset latency $lat, the traces' handshake $measured"
     done
     ;;
-  ipc_trace_switches)  # where the time-slice model is calibrated (a bulk stage alone at window 1), the
-    # launching-rank changes the trace shows are the switches simulate counts, within 2
-    out=$(python3 scripts/ipc_trace.py --switches results/gpu/trace_h100/trace/pp2dp2_tp2dp2_direct_w1) ||
+  ipc_trace_switches)  # at window 1 the launching-rank changes the current executor's trace shows (a
+    # bulk stage alone, and the total of all ops) are the switches simulate counts, within 2
+    out=$(python3 scripts/ipc_trace.py --switches results/gpu/trace_w4_h100/trace/pp2dp2_tp2dp2_direct_w1) ||
       fail "ipc_trace.py --switches exited $?"
-    measured=$(echo "$out" | awk '$5 == "0,1" {print $4}' | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-    [ -n "$measured" ] || fail "no stage-0 steps in: $out"
     sim=$("$BUILD/apps/reshard/reshard" simulate results/gpu/trace_h100/plans/68c57464ffa35c4c.json \
           --system h100-shared-1gpu --window 1 --json |
-          python3 -c 'import json,sys; print(next(p["switches"] for p in json.load(sys.stdin)["phases"] if p["phase"] == "bulk.pp0"))') ||
+          python3 -c 'import json,sys; d=json.load(sys.stdin); print(next(p["switches"] for p in d["phases"] if p["phase"] == "bulk.pp0"), d["total_switches"])') ||
       fail "simulate failed"
-    [ $((measured - sim)) -le 2 ] && [ $((sim - measured)) -le 2 ] || fail "trace $measured rank changes, simulate $sim switches"
+    read -r sim_stage sim_total <<<"$sim"
+    for c in "0,1 $sim_stage" "0,1,2,3 $sim_total"; do
+      read -r ranks want <<<"$c"
+      measured=$(echo "$out" | awk -v r="$ranks" '$5 == r {print $4}' | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+      [ -n "$measured" ] || fail "no steps launched by ranks $ranks in: $out"
+      [ $((measured - want)) -le 2 ] && [ $((want - measured)) -le 2 ] ||
+        fail "ranks $ranks: trace $measured rank changes, simulate $want switches"
+    done
     ;;
   perf_gate_gpu)  # the GPU baseline passes itself and fails the memcpy-era build (b784af1)
     python3 scripts/perf_gate results/baseline/gpu_h200.json results/gpu/push/gpu_runs.json >"$T/p" ||

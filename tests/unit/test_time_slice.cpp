@@ -28,14 +28,38 @@ TEST(TimeSlice, ASliceEndsWhileAnotherWaits) {
   EXPECT_EQ(s.switches_in, (std::vector<int64_t>{2, 1}));
 }
 
-TEST(TimeSlice, WorkForTheRunningContextJoinsItsQueue) {
-  // A 5 us at 0, A 5 us at 3, B 5 us at 4; switch 1, slice 100: A in at 1, its first done at 6, its
-  // second (queued at 3) at 11; B in at 12, done at 17. Input order is kept in `done`.
+TEST(TimeSlice, WorkQueuedBeforeAnItemStartsKeepsTheTurn) {
+  // A 5 us twice at 0, B 5 us at 0.5; switch 1, slice 100: A in at 1 with both items queued, so its
+  // turn runs through them (done 6, 11) although B waits; B in at 12, done at 17.
+  const SliceSchedule s =
+      schedule_time_slices({{0, 0, 5 * us}, {0, 0, 5 * us}, {0.5 * us, 1, 5 * us}}, 2, 100 * us, 1 * us);
+  EXPECT_NEAR(s.done[0], 6 * us, 1e-12);
+  EXPECT_NEAR(s.done[1], 11 * us, 1e-12);
+  EXPECT_NEAR(s.done[2], 17 * us, 1e-12);
+  EXPECT_EQ(s.switches_in, (std::vector<int64_t>{1, 1}));
+}
+
+TEST(TimeSlice, WorkQueuedWhileAnItemRunsWaitsForTheNextTurn) {
+  // A 5 us at 0, A 5 us at 3, B 5 us at 4; switch 1, slice 100: A in at 1, its first item started
+  // alone, so with B waiting the turn ends when it is done (6), though A's second came at 3 (the GPU
+  // runs a context on only while its next work was queued before the current started:
+  // results/gpu/turns_h100/); B in at 7, done at 12; A in again at 13, done at 18. Input order is kept.
   const SliceSchedule s =
       schedule_time_slices({{4 * us, 1, 5 * us}, {0, 0, 5 * us}, {3 * us, 0, 5 * us}}, 2, 100 * us, 1 * us);
   EXPECT_NEAR(s.done[1], 6 * us, 1e-12);
-  EXPECT_NEAR(s.done[2], 11 * us, 1e-12);
-  EXPECT_NEAR(s.done[0], 17 * us, 1e-12);
+  EXPECT_NEAR(s.done[0], 12 * us, 1e-12);
+  EXPECT_NEAR(s.done[2], 18 * us, 1e-12);
+  EXPECT_EQ(s.switches_in, (std::vector<int64_t>{2, 1}));
+}
+
+TEST(TimeSlice, WorkQueuedWhileAloneRunsOn) {
+  // A 5 us at 0 and at 3, B 5 us at 20; switch 1: nobody waits while A runs, so its second item runs
+  // on at 6 (done 11) without a switch; B in at 21, done at 26.
+  const SliceSchedule s =
+      schedule_time_slices({{0, 0, 5 * us}, {3 * us, 0, 5 * us}, {20 * us, 1, 5 * us}}, 2, 100 * us, 1 * us);
+  EXPECT_NEAR(s.done[0], 6 * us, 1e-12);
+  EXPECT_NEAR(s.done[1], 11 * us, 1e-12);
+  EXPECT_NEAR(s.done[2], 26 * us, 1e-12);
   EXPECT_EQ(s.switches_in, (std::vector<int64_t>{1, 1}));
 }
 

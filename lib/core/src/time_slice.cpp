@@ -2,6 +2,7 @@
 #include "reshard/core/time_slice.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
 #include <numeric>
 
@@ -22,6 +23,10 @@ SliceSchedule schedule_time_slices(const std::vector<SliceWork>& work, int conte
   double t = 0, left = slice_seconds;
   int cur = -1;
   size_t next = 0;
+  // The running context's item last started, and whether another of its items was queued then: only
+  // then does its turn go on past that item while another context waits (time_slice.h).
+  size_t started = SIZE_MAX;
+  bool more_when_started = false;
   auto admit = [&] {
     for (; next < order.size() && work[order[next]].ready <= t; ++next) {
       const size_t i = order[next];
@@ -33,39 +38,49 @@ SliceSchedule schedule_time_slices(const std::vector<SliceWork>& work, int conte
       queue[static_cast<size_t>(c)].emplace_back(i, work[i].seconds);
     }
   };
-  auto switch_to = [&](int c) {
-    t += switch_seconds;
-    ++out.switches_in[static_cast<size_t>(c)];
-    cur = c;
-    left = slice_seconds;
-  };
   auto next_in_turn = [&] {
     const int c = turn.front();
     turn.pop_front();
     in_turn[static_cast<size_t>(c)] = false;
     return c;
   };
+  auto switch_to = [&](int c) {
+    t += switch_seconds;
+    ++out.switches_in[static_cast<size_t>(c)];
+    cur = c;
+    left = slice_seconds;
+    started = SIZE_MAX;
+  };
+  auto yield_turn = [&] {  // the running context goes to the back of the turns, its work still queued
+    const int c = next_in_turn();
+    turn.push_back(cur);
+    in_turn[static_cast<size_t>(cur)] = true;
+    switch_to(c);
+  };
+
   while (true) {
     admit();
     if (cur >= 0 && !queue[static_cast<size_t>(cur)].empty()) {
       // Run the oldest item until it is done, the next arrival, or (someone waiting) the slice's end.
       auto& [item, rest] = queue[static_cast<size_t>(cur)].front();
+      if (item != started) {
+        started = item;
+        more_when_started = queue[static_cast<size_t>(cur)].size() > 1;
+      }
       double run = rest;
       if (next < order.size()) run = std::min(run, work[order[next]].ready - t);
       if (!turn.empty()) run = std::min(run, left);
       t += run;
       rest -= run;
       left -= run;
-      if (rest <= kEps) {
+      const bool finished = rest <= kEps;
+      if (finished) {
         out.done[item] = t;
         queue[static_cast<size_t>(cur)].pop_front();
       }
-      if (!turn.empty() && left <= kEps && !queue[static_cast<size_t>(cur)].empty()) {  // preempted
-        const int c = next_in_turn();
-        turn.push_back(cur);
-        in_turn[static_cast<size_t>(cur)] = true;
-        switch_to(c);
-      }
+      if (!turn.empty() && !queue[static_cast<size_t>(cur)].empty() &&
+          (left <= kEps || (finished && !more_when_started)))  // preempted, or its queue ran dry as the GPU saw it
+        yield_turn();
       continue;
     }
     if (!turn.empty()) {
