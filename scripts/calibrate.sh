@@ -41,9 +41,10 @@
 #             (--ipc-mode): the record's transport_mode, else versions.transport's suffix ", push" or
 #             ", pull" (records before b9e2768); with neither (made before push existed) pull.
 #   --system: the preset for every record; default cpu-mpi-local for transport "mpi"; for cuda-ipc
-#             records whose ranks share one device h200-shared-1gpu, or h200-shared-1gpu-mps when the
-#             gpu_env.json beside the record says "mps": "on" (h100-shared-1gpu where versions.device names
-#             an H100; an H100 record under MPS is skipped: no preset); else h100-nvl8-ib400.
+#             records whose ranks share one device, the card's preset from ONE_GPU_PRESETS by the card
+#             versions.device names (H200: h200-shared-1gpu, or h200-shared-1gpu-mps when the
+#             gpu_env.json beside the record says "mps": "on"; H100: h100-shared-1gpu, and a record under
+#             MPS is skipped: no preset; another card: exit 2 naming it); else h100-nvl8-ib400.
 #             Extra `reshard simulate` flags: RESHARD_SIMULATE_FLAGS (every record) and
 #             RESHARD_SIMULATE_FLAGS_<PRESET> (records simulated on that preset; upper case, '-' as '_'),
 #             e.g. RESHARD_SIMULATE_FLAGS_H200_SHARED_1GPU="--switch-us 10" (the MPS rows keep theirs);
@@ -376,17 +377,24 @@ def host_flags(f, rec):
             "--shared-copy-gbps", "%.3f" % h["memcpy_all_ranks_aggregate_gbps"],
             "--wire-copies", "%.3f" % (h["memcpy_all_ranks_aggregate_gbps"] / many)] + (["--sender-copies"] if none else [])
 
+# The one-GPU presets by the card's name in a record's versions.device: (without MPS, under MPS); None
+# where a card was not measured that way (an H100 record under MPS is skipped). Every record on one GPU
+# names one of these cards.
+ONE_GPU_PRESETS = {"NVIDIA H100": ("h100-shared-1gpu", None),
+                   "NVIDIA H200": ("h200-shared-1gpu", "h200-shared-1gpu-mps")}
+
 def preset(f, rec):
     transport = rec["arguments"].get("transport")
     if transport == "mpi":
         return "cpu-mpi-local"
     device = rec.get("versions", {}).get("device", "")
     if transport == "cuda-ipc" and " of 1," in device:
-        # every rank on the one device; under MPS their kernels run concurrently (measured on the H200
-        # only: an H100 record under MPS has no preset and is skipped)
-        if "H100" in device:
-            return None if mps_on(f) else "h100-shared-1gpu"
-        return "h200-shared-1gpu-mps" if mps_on(f) else "h200-shared-1gpu"
+        # every rank on the one device; under MPS their kernels run concurrently
+        card = next((k for k in ONE_GPU_PRESETS if device.startswith(k)), None)
+        if card is None:
+            print("calibrate: no one-GPU preset for the device %r of %s (ONE_GPU_PRESETS)" % (device, f), file=sys.stderr)
+            sys.exit(2)
+        return ONE_GPU_PRESETS[card][1 if mps_on(f) else 0]
     return "h100-nvl8-ib400"
 
 rows, errors, hosts_used = [], [], {}

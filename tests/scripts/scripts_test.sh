@@ -168,6 +168,28 @@ assert abs(rounds - beside - 50 * per_us) < 0.01 * per_us, (beside, rounds)  # o
 assert copyin == copyin0, (copyin, copyin0)                 # ignored without single copy
 PY
     ;;
+  calibrate_cards)  # a one-GPU cuda-ipc record gets its card's preset; a card without one stops calibrate (exit 2)
+    for card in H100 H200 B200; do
+      mkdir -p "$T/$card"
+      python3 - results/gpu/trace_w4_h100/ipc/dp2_tp2_w1.json "$T/$card/r.json" "NVIDIA $card" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["versions"]["device"] = sys.argv[3] + r["versions"]["device"][len("NVIDIA H100 80GB HBM3"):]
+json.dump(r, open(sys.argv[2], "w"))
+PY
+    done
+    for c in "H100 h100-shared-1gpu" "H200 h200-shared-1gpu"; do
+      read -r card want <<<"$c"
+      RESHARD_BUILD_DIR=$BUILD bash scripts/calibrate.sh --json "$T/$card.json" "$T/$card" >"$T/out" 2>&1 ||
+        fail "calibrate exited $? on the $card record: $(tail -3 "$T/out")"
+      got=$(python3 -c 'import json,sys; print(" ".join(sorted({r["system"] for r in json.load(open(sys.argv[1]))["rows"]})))' "$T/$card.json")
+      [ "$got" = "$want" ] || fail "$card record simulated on '$got', want $want"
+    done
+    RESHARD_BUILD_DIR=$BUILD bash scripts/calibrate.sh "$T/B200" >"$T/out" 2>&1
+    rc=$?
+    [ $rc = 2 ] || fail "a B200 record: exit $rc, want 2: $(tail -3 "$T/out")"
+    grep -q "no one-GPU preset for the device 'NVIDIA B200" "$T/out" || fail "no message naming the card: $(tail -3 "$T/out")"
+    ;;
   calibrate_ceiling)  # a record's own ceiling in its rows, and how much of two launches' spread it accounts for
     for k in 1 2; do
       mkdir -p "$T/l$k/plans"; cp results/gpu/ceiling/run1/b16_bench.json results/gpu/ceiling/run1/host_16.json "$T/l$k/"
