@@ -41,32 +41,10 @@
 #include <string>
 #include <vector>
 
+constexpr char kProbeName[] = "gpu_timeslice";
+#include "gpu_mpi_check.h"
+
 namespace {
-
-[[noreturn]] void die(const char* what, const char* detail, const char* file, int line) {
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::fprintf(stderr, "gpu_timeslice: rank %d: %s failed: %s (%s:%d)\n", rank, what, detail, file, line);
-  MPI_Abort(MPI_COMM_WORLD, 3);
-  std::abort();
-}
-
-#define CUDA_CHECK(call)                                                          \
-  do {                                                                            \
-    const cudaError_t e_ = (call);                                                \
-    if (e_ != cudaSuccess) die(#call, cudaGetErrorString(e_), __FILE__, __LINE__); \
-  } while (0)
-
-#define MPI_CHECK(call)                                                             \
-  do {                                                                              \
-    const int e_ = (call);                                                          \
-    if (e_ != MPI_SUCCESS) {                                                        \
-      char s_[MPI_MAX_ERROR_STRING];                                                \
-      int n_ = 0;                                                                   \
-      MPI_Error_string(e_, s_, &n_);                                                \
-      die(#call, s_, __FILE__, __LINE__);                                           \
-    }                                                                               \
-  } while (0)
 
 struct Args {
   std::string mode = "copies";

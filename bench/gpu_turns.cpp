@@ -25,26 +25,10 @@
 #include <string>
 #include <vector>
 
+constexpr char kProbeName[] = "gpu_turns";
+#include "gpu_mpi_check.h"
+
 namespace {
-
-[[noreturn]] void die(const char* what, const char* detail, const char* file, int line) {
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::fprintf(stderr, "gpu_turns: rank %d: %s failed: %s (%s:%d)\n", rank, what, detail, file, line);
-  MPI_Abort(MPI_COMM_WORLD, 3);
-  std::abort();
-}
-
-#define CUDA_CHECK(call)                                                          \
-  do {                                                                            \
-    const cudaError_t e_ = (call);                                                \
-    if (e_ != cudaSuccess) die(#call, cudaGetErrorString(e_), __FILE__, __LINE__); \
-  } while (0)
-
-#define MPI_CHECK(call)                                \
-  do {                                                 \
-    if ((call) != MPI_SUCCESS) die(#call, "MPI error", __FILE__, __LINE__); \
-  } while (0)
 
 struct Args {
   int kernels = 16;

@@ -83,14 +83,9 @@ trap 'exit 130' INT
 say "# gpu_timeslice.sh $(date -u +%FT%TZ) on $(hostname)"
 nvidia-smi >>"$LOG" 2>&1
 
-BIN=$ROOT/$BUILD/bench/reshard_gpu_timeslice
-if [ ! -x "$BIN" ]; then
-  BIN=$WORK/reshard_gpu_timeslice
-  say "\$ mpicxx -O2 bench/gpu_timeslice.cpp -lcudart -o $BIN  ($BUILD/bench has no reshard_gpu_timeslice)"
-  mpicxx -O2 -std=c++17 -DOMPI_SKIP_MPICXX -I"$CUDA_HOME/include" "$ROOT/bench/gpu_timeslice.cpp" \
-    -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/targets/x86_64-linux/lib" -lcudart -Wl,-rpath,"$CUDA_HOME/lib64" \
-    -o "$BIN" >>"$LOG" 2>&1 || { say "build failed"; exit 1; }
-fi
+# shellcheck source=gpu_probe.sh
+. "$ROOT/scripts/gpu_probe.sh"
+probe_binary gpu_timeslice
 
 # run_p STATE OUT P ARGS...: one mpirun of P ranks writing OUT (removed when the run fails); its exit code.
 run_p() {

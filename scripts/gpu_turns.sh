@@ -27,14 +27,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 say() { echo "$*" | tee -a "$LOG"; }
 say "# gpu_turns.sh $(date -u +%FT%TZ) at $(git rev-parse --short HEAD 2>/dev/null)"
 nvidia-smi -L >>"$LOG" 2>&1
-BIN=$ROOT/$BUILD/bench/reshard_gpu_turns
-if [ ! -x "$BIN" ]; then
-  BIN=$WORK/reshard_gpu_turns
-  say "\$ mpicxx -O2 bench/gpu_turns.cpp -lcudart -o $BIN"
-  mpicxx -O2 -std=c++17 -DOMPI_SKIP_MPICXX -I"$CUDA_HOME/include" "$ROOT/bench/gpu_turns.cpp" \
-    -L"$CUDA_HOME/lib64" -L"$CUDA_HOME/targets/x86_64-linux/lib" -lcudart -Wl,-rpath,"$CUDA_HOME/lib64" \
-    -o "$BIN" >>"$LOG" 2>&1 || { say "build failed"; exit 1; }
-fi
+# shellcheck source=gpu_probe.sh
+. "$ROOT/scripts/gpu_probe.sh"
+probe_binary gpu_turns
 n=0
 for p in $PS; do
   for d in $DEPTHS; do
