@@ -42,7 +42,7 @@
 #include <vector>
 
 constexpr char kProbeName[] = "gpu_timeslice";
-#include "gpu_mpi_check.h"
+#include "gpu_probe.h"
 
 namespace {
 
@@ -523,17 +523,9 @@ void run_slice(const Args& a, int rank, int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
   Args a;
-  std::string problems;
-  if (!parse_args(argc, argv, a, problems)) {
-    if (rank == 0) std::fprintf(stderr, "gpu_timeslice: bad arguments:\n%s", problems.c_str());
-    MPI_Finalize();
-    return 2;
-  }
+  if (!probe_start(argc, argv, a, parse_args, rank, size)) return 2;
   if (a.mode == "slice") {
     run_slice(a, rank, size);
     MPI_Finalize();

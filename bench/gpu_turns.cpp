@@ -26,7 +26,7 @@
 #include <vector>
 
 constexpr char kProbeName[] = "gpu_turns";
-#include "gpu_mpi_check.h"
+#include "gpu_probe.h"
 
 namespace {
 
@@ -130,17 +130,9 @@ Rep analyse(std::vector<Kernel> all, const Args& a, int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
   Args a;
-  std::string problems;
-  if (!parse_args(argc, argv, a, problems)) {
-    if (rank == 0) std::fprintf(stderr, "gpu_turns: bad arguments:\n%s", problems.c_str());
-    MPI_Finalize();
-    return 2;
-  }
+  if (!probe_start(argc, argv, a, parse_args, rank, size)) return 2;
   CUDA_CHECK(cudaSetDevice(0));
   cudaStream_t stream = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));

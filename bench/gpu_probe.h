@@ -1,12 +1,14 @@
-// Failure handling of the plain-C++ GPU probes run under mpirun (gpu_timeslice.cpp, gpu_turns.cpp): a
-// failed CUDA or MPI call prints the program, rank, call and reason, and aborts every rank with exit 3.
-// Each program defines kProbeName before including this.
+// The shared parts of the plain-C++ GPU probes run under mpirun (gpu_timeslice.cpp, gpu_turns.cpp): their
+// start (MPI and the arguments) and failure handling (a failed CUDA or MPI call prints the program, rank,
+// call and reason, and aborts every rank with exit 3). Each program defines kProbeName before including
+// this.
 #pragma once
 #include <cuda_runtime.h>
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 [[noreturn]] inline void probe_die(const char* what, const char* detail, const char* file, int line) {
   int rank = -1;
@@ -32,3 +34,17 @@
       probe_die(#call, s_, __FILE__, __LINE__);                                     \
     }                                                                               \
   } while (0)
+
+// MPI_Init, this rank and the world's size, then the arguments: on a bad one rank 0 prints every problem
+// `parse` found, MPI is finalized and false is returned (the program exits 2).
+template <class Args, class Parse>
+bool probe_start(int& argc, char**& argv, Args& a, Parse parse, int& rank, int& size) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::string problems;
+  if (parse(argc, argv, a, problems)) return true;
+  if (rank == 0) std::fprintf(stderr, "%s: bad arguments:\n%s", kProbeName, problems.c_str());
+  MPI_Finalize();
+  return false;
+}
