@@ -48,3 +48,17 @@ bool probe_start(int& argc, char**& argv, Args& a, Parse parse, int& rank, int& 
   MPI_Finalize();
   return false;
 }
+
+// Calls take(flag, value) for each "--flag value" pair of argv, in order; a last flag without a value
+// is a problem of its own.
+template <class Take>
+void probe_flags(int argc, char** argv, std::string& problems, Take take) {
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) {
+      problems += "  " + flag + ": missing value (or unknown flag)\n";
+      return;
+    }
+    take(flag, std::string(argv[i + 1]));
+  }
+}

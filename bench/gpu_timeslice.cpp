@@ -72,13 +72,7 @@ bool parse_bytes(const std::string& s, int64_t& out) {
 
 // Every problem is collected; rank 0 prints them and all ranks exit 2.
 bool parse_args(int argc, char** argv, Args& a, std::string& problems) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) {
-      problems += "  " + flag + ": missing value (or unknown flag)\n";
-      break;
-    }
-    const std::string v = argv[++i];
+  probe_flags(argc, argv, problems, [&](const std::string& flag, const std::string& v) {
     char* end = nullptr;
     if (flag == "--mode") {
       a.mode = v;
@@ -115,7 +109,7 @@ bool parse_args(int argc, char** argv, Args& a, std::string& problems) {
     } else {
       problems += "  unknown flag '" + flag + "'\n";
     }
-  }
+  });
   return problems.empty();
 }
 

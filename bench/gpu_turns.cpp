@@ -39,13 +39,7 @@ struct Args {
 };
 
 bool parse_args(int argc, char** argv, Args& a, std::string& problems) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) {
-      problems += "  " + flag + ": missing value (or unknown flag)\n";
-      break;
-    }
-    const std::string v = argv[++i];
+  probe_flags(argc, argv, problems, [&](const std::string& flag, const std::string& v) {
     char* end = nullptr;
     if (flag == "--kernels" || flag == "--depth" || flag == "--reps") {
       const long n = std::strtol(v.c_str(), &end, 10);
@@ -60,7 +54,7 @@ bool parse_args(int argc, char** argv, Args& a, std::string& problems) {
     } else {
       problems += "  unknown flag '" + flag + "'\n";
     }
-  }
+  });
   return problems.empty();
 }
 
