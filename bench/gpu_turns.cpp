@@ -179,14 +179,14 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-    std::printf("{\"format\": \"reshard-gpu-turns\", \"version\": 1, \"ranks\": %d, \"device\": \"%s\", \"kernels\": %d, "
-                "\"work_us\": %.1f, \"depth\": %d, \"host_us\": %.1f,\n \"reps\": [",
+    std::printf("{\"format\": \"reshard-gpu-turns\", \"version\": 1, \"ranks\": %d, \"device\": \"%s\", "
+                "\"kernels\": %d, \"work_us\": %.1f, \"depth\": %d, \"host_us\": %.1f,\n \"reps\": [",
                 size, prop.name, a.kernels, a.work_us, a.depth, a.host_us);
     for (size_t i = 0; i < reps.size(); ++i) {
       const Rep& r = reps[i];
       const double per = r.changes > 0 ? (r.span_us - r.work_us) / static_cast<double>(r.changes) : 0;
-      std::printf("%s\n  {\"span_us\": %.1f, \"work_us\": %.1f, \"changes\": %lld, \"us_per_change\": %.1f}", i ? "," : "",
-                  r.span_us, r.work_us, static_cast<long long>(r.changes), per);
+      std::printf("%s\n  {\"span_us\": %.1f, \"work_us\": %.1f, \"changes\": %lld, \"us_per_change\": %.1f}",
+                  i ? "," : "", r.span_us, r.work_us, static_cast<long long>(r.changes), per);
     }
     std::printf("\n]}\n");
   }

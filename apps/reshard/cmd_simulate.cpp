@@ -150,8 +150,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   cmd->add_option("--slice-us", args->slice_us,
                   "GPU time slice per context: the ranks' transport passes take turns on the GPU, a context "
                   "running its queued passes until done or, while another waits, for one slice (past a pass "
-                  "only if its next was queued when that pass started), and the batches wait for their turns (scripts/gpu_timeslice.sh measures it; 0: a switch per "
-                  "pass), us");
+                  "only if its next was queued when that pass started), and the batches wait for their "
+                  "turns (scripts/gpu_timeslice.sh measures it; 0: a switch per pass), us");
   cmd->add_flag("--sender-copies", args->sender_copies,
                 "The transport has no single copy (Open MPI shared memory with btl_vader_single_copy_mechanism "
                 "none: copy-in/copy-out): a rank's sends and receives share its link rate, and its transfers "

@@ -55,8 +55,9 @@ SystemModel cpu_mpi_local() {
 // that launched copies of (first launch - begin) + (end - copies done). At window 1 a wait begins as its
 // batch is posted, so it holds the batch's own host work and no wait for earlier batches, which the
 // walk models, and in plans without forwarding no wait for incoming data either (a two-phase plan's
-// forwarders wait for theirs inside it: 170-305 us, so those traces do not measure the handshake); the H200's 1a at window 1 (results/gpu/extra/trace_19254c7/1a_w1) reads 40.4. It is host
-// work, so the H100's value serves the H200. (Until 2026-12-06: 141 us, the step's start to the first
+// forwarders wait for theirs inside it: 170-305 us, so those traces do not measure the handshake); the
+// H200's 1a at window 1 (results/gpu/extra/trace_19254c7/1a_w1) reads 40.4. It is host work, so the
+// H100's value serves the H200. (Until 2026-12-06: 141 us, the step's start to the first
 // launch of its busiest copier plus its copies done to the step's end in 9230185's bulk steps of 1b at
 // the bench's window, which held the copiers' waits for their slowest peer besides.)
 // Fitted on deb954c's push stress config 3 bulk.pp0 (results/gpu/push/gpu_runs.json, one batch; reshard

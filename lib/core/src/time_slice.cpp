@@ -78,9 +78,9 @@ SliceSchedule schedule_time_slices(const std::vector<SliceWork>& work, int conte
         out.done[item] = t;
         queue[static_cast<size_t>(cur)].pop_front();
       }
-      if (!turn.empty() && !queue[static_cast<size_t>(cur)].empty() &&
-          (left <= kEps || (finished && !more_when_started)))  // preempted, or its queue ran dry as the GPU saw it
-        yield_turn();
+      // Preempted, or done with what the GPU saw queued when the item started.
+      const bool dry = finished && !more_when_started;
+      if (!turn.empty() && !queue[static_cast<size_t>(cur)].empty() && (left <= kEps || dry)) yield_turn();
       continue;
     }
     if (!turn.empty()) {

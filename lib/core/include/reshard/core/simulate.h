@@ -131,8 +131,7 @@ struct SystemModel {
   // The GPU's time slice per context (measured by scripts/gpu_timeslice.sh --mode slice). > 0: the
   // ranks' passes take turns on the GPU (time_slice.h: a context runs its queue until it is empty or,
   // while another waits, for one slice and past a pass only if its next was queued when that pass
-  // started; switch_us per switch into it), and the batches wait for their
-  // turns. 0: switch_us per pass.
+  // started; switch_us per switch into it), and the batches wait for their turns. 0: switch_us per pass.
   double slice_us = 0;
   int64_t linear_broadcast_max = 0;  // groups up to this size broadcast linearly (root -> each member)
   int64_t binomial_broadcast_min = 0;  // > 0: groups this large (and above linear) use a binomial tree
