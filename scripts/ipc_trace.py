@@ -53,6 +53,11 @@ def start_of(r):
     return r["flush_begin"] if r["flush_begin"] > 0 else r["begin"]
 
 
+def span_of(step):
+    """A step's wall time, its first start to its last end (seconds)."""
+    return max(r["end"] for r in step) - min(start_of(r) for r in step)
+
+
 def steps(rows):
     out, end = [], None
     for r in sorted(rows, key=start_of):
@@ -93,9 +98,8 @@ def switches(prefix):
             continue
         events.sort()
         changes = sum(1 for a, b in zip(events, events[1:]) if a[1] != b[1])
-        span = max(r["end"] for r in st) - min(start_of(r) for r in st)
         ranks = ",".join(sorted({e[1] for e in events}, key=int))
-        print(f"{i:>4} {span * 1e3:8.2f} {len(events):>14} {changes:>13}  {ranks}")
+        print(f"{i:>4} {span_of(st) * 1e3:8.2f} {len(events):>14} {changes:>13}  {ranks}")
 
 
 def main():
@@ -117,8 +121,7 @@ def main():
     print(f"{len(all_steps)} steps; the last {min(a.last, len(all_steps))}, microseconds from each step's start")
     for i, st in enumerate(all_steps[-a.last:]):
         t0 = min(start_of(r) for r in st)
-        span = max(r["end"] for r in st) - t0
-        print(f"\nstep {len(all_steps) - min(a.last, len(all_steps)) + i}: {span * 1e6:.0f} us")
+        print(f"\nstep {len(all_steps) - min(a.last, len(all_steps)) + i}: {span_of(st) * 1e6:.0f} us")
         print("rank wait strm  ops launch " + " ".join(f"{p:>12}" for p in POINTS))
         for r in sorted(st, key=lambda r: (int(r["rank"]), int(r["wait"]))):
             cells = [f"{(r[p] - t0) * 1e6:12.0f}" if r[p] > 0 else f"{'-':>12}" for p in POINTS]

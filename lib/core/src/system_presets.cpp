@@ -57,9 +57,9 @@ SystemModel cpu_mpi_local() {
 // walk models, and in plans without forwarding no wait for incoming data either (a two-phase plan's
 // forwarders wait for theirs inside it: 170-305 us, so those traces do not measure the handshake); the
 // H200's 1a at window 1 (results/gpu/extra/trace_19254c7/1a_w1) reads 40.4. It is host work, so the
-// H100's value serves the H200. (Until 2026-12-06: 141 us, the step's start to the first
-// launch of its busiest copier plus its copies done to the step's end in 9230185's bulk steps of 1b at
-// the bench's window, which held the copiers' waits for their slowest peer besides.)
+// H100's value serves the H200. (Until 2026-12-06: 141 us, the step's start to the first launch of its
+// busiest copier plus its copies done to the step's end in 9230185's bulk steps of 1b at the bench's
+// window, which held the copiers' waits for their slowest peer besides.)
 // Fitted on deb954c's push stress config 3 bulk.pp0 (results/gpu/push/gpu_runs.json, one batch; reshard
 // 7.492 ms: 16384 ops, 2 batched launches, 2 switches; golden 39.124 ms: 16384 ops, 1 batched launch +
 // 8192 unpacks, a launch each, 1 switch), less the handshake, the copy time (128 / 384 MiB at 1911 GB/s)
