@@ -63,21 +63,25 @@ PY
       [ "$lat" = "$measured $measured" ] || fail "$preset latency $lat, the traces' handshake $measured"
     done
     ;;
-  ipc_trace_switches)  # at window 1 the launching-rank changes the current executor's trace shows (a
-    # bulk stage alone, and the total of all ops) are the switches simulate counts, within 2
-    out=$(python3 scripts/ipc_trace.py --switches results/gpu/trace_w4_h100/trace/pp2dp2_tp2dp2_direct_w1) ||
-      fail "ipc_trace.py --switches exited $?"
-    sim=$("$BUILD/apps/reshard/reshard" simulate results/gpu/trace_h100/plans/68c57464ffa35c4c.json \
-          --system h100-shared-1gpu --window 1 --json |
-          python3 -c 'import json,sys; d=json.load(sys.stdin); print(next(p["switches"] for p in d["phases"] if p["phase"] == "bulk.pp0"), d["total_switches"])') ||
-      fail "simulate failed"
-    read -r sim_stage sim_total <<<"$sim"
-    for c in "0,1 $sim_stage" "0,1,2,3 $sim_total"; do
-      read -r ranks want <<<"$c"
-      measured=$(echo "$out" | awk -v r="$ranks" '$5 == r {print $4}' | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-      [ -n "$measured" ] || fail "no steps launched by ranks $ranks in: $out"
-      [ $((measured - want)) -le 2 ] && [ $((want - measured)) -le 2 ] ||
-        fail "ranks $ranks: trace $measured rank changes, simulate $want switches"
+  ipc_trace_switches)  # at windows 1 and 4 the launching-rank changes the current executor's trace shows
+    # (a bulk stage alone, and the total of all ops) are the switches simulate counts, within 15 % of
+    # the trace's median or 2 (window 4's total: 12 before launches waited for the copier's waits)
+    for w in 1 4; do
+      out=$(python3 scripts/ipc_trace.py --switches results/gpu/trace_w4_h100/trace/pp2dp2_tp2dp2_direct_w$w) ||
+        fail "ipc_trace.py --switches exited $?"
+      sim=$("$BUILD/apps/reshard/reshard" simulate results/gpu/trace_h100/plans/68c57464ffa35c4c.json \
+            --system h100-shared-1gpu --window $w --json |
+            python3 -c 'import json,sys; d=json.load(sys.stdin); print(next(p["switches"] for p in d["phases"] if p["phase"] == "bulk.pp0"), d["total_switches"])') ||
+        fail "simulate failed"
+      read -r sim_stage sim_total <<<"$sim"
+      for c in "0,1 $sim_stage" "0,1,2,3 $sim_total"; do
+        read -r ranks want <<<"$c"
+        measured=$(echo "$out" | awk -v r="$ranks" '$5 == r {print $4}' | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+        [ -n "$measured" ] || fail "no steps launched by ranks $ranks in: $out"
+        slack=$(( measured * 15 / 100 > 2 ? measured * 15 / 100 : 2 ))
+        [ $((measured - want)) -le "$slack" ] && [ $((want - measured)) -le "$slack" ] ||
+          fail "window $w, ranks $ranks: trace $measured rank changes, simulate $want switches"
+      done
     done
     ;;
   perf_gate_gpu)  # the GPU baseline passes itself and fails the memcpy-era build (b784af1)

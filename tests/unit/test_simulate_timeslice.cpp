@@ -81,8 +81,10 @@ TEST(SimulateSlice, BatchesAreSeparateRunsOnlyOneAtATime) {
     EXPECT_EQ(bulk.batches, 8);
     EXPECT_GE(bulk.switches, least) << "window " << window;
     EXPECT_LE(bulk.switches, most) << "window " << window;
-    // 8 batches, each settled to within 10 us.
-    EXPECT_NEAR(bulk.seconds, static_cast<double>(bulk.switches) * 3e-3, 8 * 10e-6) << "window " << window;
+    // 8 batches, each settled to within 10 us; a wait's launch held behind the copier's previous one
+    // (SliceWork::after) until that is done in the turns adds up to one more settling step a batch
+    // (with the walk settled to 0.5 us the phase is exactly its switches' time).
+    EXPECT_NEAR(bulk.seconds, static_cast<double>(bulk.switches) * 3e-3, 8 * 20e-6) << "window " << window;
   }
 }
 
@@ -118,8 +120,10 @@ TEST(SimulateSlice, HandOffsOnOneGpuWaitForTheirTurns) {
   // so their batches are a few ops each, each waited for before the next fan-out. Its `--ipc-trace`
   // (results/gpu/window_push_nosync/trace/, step 8) changes copying rank 55 times in a 12.5 ms stage.
   // Walked without the turns the passes bunch at the stage's start: 7 switches and the shared copy
-  // bound, 4.7 ms. With the turns the hand-offs wait for the GPU: 40-55 switches, within 25 % of the
-  // measured 12.47 ms (results/gpu/window_push_nosync/ipc/ipc_qwen3_4b_pp2dp2_tp2dp2_w16.json).
+  // bound, 4.7 ms. With the turns the hand-offs wait for the GPU: at least the trace's 55 changes (a
+  // lower bound: launches inside a wait are not traced) and at most 85 (the current executor's H100
+  // trace of this stage at window 16, results/gpu/trace_w4_h100/, changes rank 79-81 times), within
+  // 25 % of the measured 12.47 ms (results/gpu/window_push_nosync/ipc/ipc_qwen3_4b_pp2dp2_tp2dp2_w16.json).
   const ModelMeta model = load_model(std::string(RESHARD_SOURCE_DIR) + "/plans/qwen3-4b.json");
   Parallelism train, gen;
   train.pp = 2;
@@ -131,8 +135,8 @@ TEST(SimulateSlice, HandOffsOnOneGpuWaitForTheirTurns) {
   m.batch.window = 16;
   const SimPhase pp0 = simulate(plan, m).phases.front();
   ASSERT_EQ(pp0.name, "bulk.pp0");
-  EXPECT_GE(pp0.switches, 40);
-  EXPECT_LE(pp0.switches, 55);
+  EXPECT_GE(pp0.switches, 55);
+  EXPECT_LE(pp0.switches, 85);
   EXPECT_NEAR(pp0.seconds, 12.47e-3, 0.25 * 12.47e-3);
 }
 

@@ -63,6 +63,43 @@ TEST(TimeSlice, WorkQueuedWhileAloneRunsOn) {
   EXPECT_EQ(s.switches_in, (std::vector<int64_t>{1, 1}));
 }
 
+TEST(TimeSlice, AnItemAfterAnotherIsQueuedOnceThatIsDone) {
+  // A: 5 us at 0, and 5 us at 0 after it; B 5 us at 0.5; switch 1, slice 100. Without `after` A's turn
+  // would run through both (WorkQueuedBeforeAnItemStartsKeepsTheTurn); with it the second is queued
+  // only when the first is done (6), and that one started alone, so B waits no longer: B in at 7, done
+  // 12; A in again at 13, done 18.
+  const SliceSchedule s = schedule_time_slices({{0, 0, 5 * us}, {0, 0, 5 * us, 0}, {0.5 * us, 1, 5 * us}}, 2,
+                                               100 * us, 1 * us);
+  EXPECT_NEAR(s.done[0], 6 * us, 1e-12);
+  EXPECT_NEAR(s.done[1], 18 * us, 1e-12);
+  EXPECT_NEAR(s.done[2], 12 * us, 1e-12);
+  EXPECT_EQ(s.switches_in, (std::vector<int64_t>{2, 1}));
+}
+
+TEST(TimeSlice, ItemsHeldForOneGoOutTogether) {
+  // A: 5 us at 0, then 2 us at 1 and 2 us at 2, both after the first; B 5 us at 0.5; switch 1, slice
+  // 100. A in at 1, its first done at 6, when both held items are queued at once; B in at 7, done 12;
+  // A in at 13 with both queued, so its turn runs through them: done 15 and 17.
+  const SliceSchedule s = schedule_time_slices(
+      {{0, 0, 5 * us}, {1 * us, 0, 2 * us, 0}, {2 * us, 0, 2 * us, 0}, {0.5 * us, 1, 5 * us}}, 2, 100 * us, 1 * us);
+  EXPECT_NEAR(s.done[0], 6 * us, 1e-12);
+  EXPECT_NEAR(s.done[1], 15 * us, 1e-12);
+  EXPECT_NEAR(s.done[2], 17 * us, 1e-12);
+  EXPECT_NEAR(s.done[3], 12 * us, 1e-12);
+  EXPECT_EQ(s.switches_in, (std::vector<int64_t>{2, 1}));
+}
+
+TEST(TimeSlice, AnItemAfterOneDoneAlreadyIsQueuedWhenReady) {
+  // A 5 us at 0; A 5 us at 20 after it (done at 6); B 5 us at 30; switch 1: A in at 1, done 6; its
+  // second queued at 20 and run without a switch (done 25); B in at 31, done 36.
+  const SliceSchedule s =
+      schedule_time_slices({{0, 0, 5 * us}, {20 * us, 0, 5 * us, 0}, {30 * us, 1, 5 * us}}, 2, 100 * us, 1 * us);
+  EXPECT_NEAR(s.done[0], 6 * us, 1e-12);
+  EXPECT_NEAR(s.done[1], 25 * us, 1e-12);
+  EXPECT_NEAR(s.done[2], 36 * us, 1e-12);
+  EXPECT_EQ(s.switches_in, (std::vector<int64_t>{1, 1}));
+}
+
 TEST(TimeSlice, AnIdleGpuKeepsTheLastContextLoaded) {
   // A 5 us at 0 and at 100, B 5 us at 200; switch 1: A in once (done 6, 105), B in at 201 (done 206).
   const SliceSchedule s =

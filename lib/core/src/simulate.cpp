@@ -196,6 +196,14 @@ struct RankState {
   int64_t run_batches = 0;
   // One device memory (box ops): when the rank's own transport copies are through.
   double copy_free = 0;
+  // Its posted batches' transport passes not launched yet (Replayer::launch_pending).
+  struct Unlaunched {
+    int64_t batch = 0;
+    int stream = 0;
+    Pass pass;
+  };
+  std::vector<Unlaunched> unlaunched;
+  std::map<int, int64_t> last_launch;  // per stream: its latest launch in slice_work() (its last wait's)
   Bytes4 total_res{};
   Bytes4 misc_res{};  // of total_res, misc buckets'
   OpenBatch& open_of(const Op& op) { return open[static_cast<size_t>(window.lane(op))]; }
@@ -331,6 +339,7 @@ class Replayer {
     for (RankState& s : ranks_) {
       apply(s, s.window.close());
       drained(s);
+      while (!s.unlaunched.empty()) launch_pending(s, s.unlaunched.front().batch, s.start);  // none expected
     }
   }
 
@@ -714,11 +723,57 @@ class Replayer {
     auto& ends = s.ends[static_cast<size_t>(lane)];
     if (ends.empty()) return;
     const auto [end, batch] = ends.front();
+    launch_pending(s, batch, end);
     s.start = std::max(s.start, end);
     s.seconds = std::max(s.seconds, end);
     ends.pop_front();
     unpack(s, batch);
     if (!s.in_flight()) drained(s);
+  }
+
+  // The copier's wait for `batch` (which ends at `end` on its own clock) launches its posted copies:
+  // cuda_ipc_transport.cpp launches only in progress(), which wait() calls only while its batch is not
+  // complete (flush launches nothing). So a wait whose batch is done and whose copies are out launches
+  // nothing, and one that waits launches, per stream, every posted copy whose descriptions are in by its
+  // end, those in at its start as one launch. A wait's launches are queued on the GPU no earlier than
+  // the last launch of the copier's previous wait on the stream is done (SliceWork::after): a wait
+  // returns only once its batch's copies are done, so the walk's own clock says as much, but only up to
+  // the settled delays (walk()), which let a later wait's passes queue behind an earlier one's and share
+  // its turn. The window-4 traces (results/gpu/trace_w4_h100/) show each wait launching after the last
+  // one's copies were done.
+  void launch_pending(RankState& s, int64_t batch, double end) {
+    if (!turns_ || s.unlaunched.empty()) return;
+    bool own = false;
+    for (const auto& u : s.unlaunched) own |= u.batch == batch;
+    if (!own && end <= s.start) return;
+    const double until = std::max(end, s.start);
+    const size_t rank = static_cast<size_t>(&s - ranks_.data());
+    std::map<std::pair<int, double>, Pass> launches_of;
+    std::vector<RankState::Unlaunched> kept;
+    for (auto& u : s.unlaunched) {
+      if (u.batch != batch && u.pass.ready > until) {  // its descriptions come after this wait: a later one's
+        kept.push_back(std::move(u));
+        continue;
+      }
+      const double at = std::max(u.pass.ready, s.start);
+      Pass& l = launches_of[{u.stream, at}];
+      l.ready = at;
+      l.seconds += u.pass.seconds;
+      l.waiters.insert(l.waiters.end(), u.pass.waiters.begin(), u.pass.waiters.end());
+    }
+    s.unlaunched = std::move(kept);
+    std::map<int, int64_t> previous;  // per stream: the previous wait's last launch
+    for (const auto& [key, pass] : launches_of) {
+      const auto last = s.last_launch.find(key.first);
+      previous.emplace(key.first, last == s.last_launch.end() ? -1 : last->second);
+    }
+    for (auto& [key, pass] : launches_of) {  // by (stream, when): a stream's last launch comes last
+      s.last_launch[key.first] = static_cast<int64_t>(slice_work_.size());
+      slice_work_.push_back(SliceWork{pass.ready, static_cast<int>(rank), pass.seconds, previous[key.first]});
+      std::sort(pass.waiters.begin(), pass.waiters.end());
+      pass.waiters.erase(std::unique(pass.waiters.begin(), pass.waiters.end()), pass.waiters.end());
+      slice_waiters_.push_back(std::move(pass.waiters));
+    }
   }
 
   // Where the GPU takes turns (unpack_turns_), a retired batch's unpacks are the rank's own pass: the
@@ -816,23 +871,11 @@ class Replayer {
     o.wait_until = 0;
     // The copier launches, per stream, every copy whose descriptions are in at once, in one pass
     // (cuda_ipc_transport.cpp, CudaIpcTransport::progress: each progress pass takes the arrived
-    // descriptions of all peers and launch_pass() sends the stream's queued copies as one kernel): the
-    // ops posted by all ranks before this batch was go out together once it is posted; each later
-    // posting (a peer's later batch) is a launch of its own.
-    std::map<std::pair<int, double>, Pass> launches_of;
+    // descriptions of all peers and launch_pass() sends the stream's queued copies as one kernel), but
+    // only inside a wait that waits (launch_pending): none before the batch is posted.
     for (auto& [key, pass] : o.passes) {
-      const double at = std::max(pass.ready, s.start + issue);
-      Pass& l = launches_of[{key.first, at}];
-      l.ready = at;
-      l.seconds += pass.seconds;
-      l.waiters.insert(l.waiters.end(), pass.waiters.begin(), pass.waiters.end());
-    }
-    for (auto& [key, pass] : launches_of) {
-      const SliceWork work{pass.ready, static_cast<int>(rank), pass.seconds};
-      slice_work_.push_back(work);
-      std::sort(pass.waiters.begin(), pass.waiters.end());
-      pass.waiters.erase(std::unique(pass.waiters.begin(), pass.waiters.end()), pass.waiters.end());
-      slice_waiters_.push_back(std::move(pass.waiters));
+      pass.ready = std::max(pass.ready, s.start + issue);
+      s.unlaunched.push_back(RankState::Unlaunched{o.id, key.first, std::move(pass)});
     }
     o.passes.clear();
     s.start += issue;  // posting it took this long; the window decides whether the next waits for it

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <vector>
 #include <numeric>
 
 namespace reshard {
@@ -23,6 +25,16 @@ SliceSchedule schedule_time_slices(const std::vector<SliceWork>& work, int conte
   double t = 0, left = slice_seconds;
   int cur = -1;
   size_t next = 0;
+  std::vector<bool> finished_item(work.size(), false);
+  std::map<size_t, std::vector<size_t>> held;  // per item: the ready items waiting for it (SliceWork::after)
+  auto enqueue = [&](size_t i) {
+    const int c = work[i].context;
+    if (c != cur && !in_turn[static_cast<size_t>(c)] && queue[static_cast<size_t>(c)].empty()) {
+      turn.push_back(c);
+      in_turn[static_cast<size_t>(c)] = true;
+    }
+    queue[static_cast<size_t>(c)].emplace_back(i, work[i].seconds);
+  };
   // The running context's item last started, and whether another of its items was queued then: only
   // then does its turn go on past that item while another context waits (time_slice.h).
   size_t started = SIZE_MAX;
@@ -30,12 +42,11 @@ SliceSchedule schedule_time_slices(const std::vector<SliceWork>& work, int conte
   auto admit = [&] {
     for (; next < order.size() && work[order[next]].ready <= t; ++next) {
       const size_t i = order[next];
-      const int c = work[i].context;
-      if (c != cur && !in_turn[static_cast<size_t>(c)] && queue[static_cast<size_t>(c)].empty()) {
-        turn.push_back(c);
-        in_turn[static_cast<size_t>(c)] = true;
-      }
-      queue[static_cast<size_t>(c)].emplace_back(i, work[i].seconds);
+      const int64_t a = work[i].after;
+      if (a >= 0 && static_cast<size_t>(a) < work.size() && !finished_item[static_cast<size_t>(a)])
+        held[static_cast<size_t>(a)].push_back(i);
+      else
+        enqueue(i);
     }
   };
   auto next_in_turn = [&] {
@@ -75,8 +86,14 @@ SliceSchedule schedule_time_slices(const std::vector<SliceWork>& work, int conte
       left -= run;
       const bool finished = rest <= kEps;
       if (finished) {
-        out.done[item] = t;
+        const size_t done_item = item;
+        out.done[done_item] = t;
+        finished_item[done_item] = true;
         queue[static_cast<size_t>(cur)].pop_front();
+        if (auto h = held.find(done_item); h != held.end()) {  // what waited for it goes out together
+          for (size_t i : h->second) enqueue(i);
+          held.erase(h);
+        }
       }
       // Preempted, or done with what the GPU saw queued when the item started.
       const bool dry = finished && !more_when_started;

@@ -21,6 +21,10 @@ struct SliceWork {
   double ready = 0;    // when it can start
   int context = 0;     // the process (rank) whose context runs it, 0 <= context < contexts
   double seconds = 0;  // its copy time with the GPU to itself
+  // An earlier item (its index in the input) that must be done before this one is queued: items held
+  // for one item go out together once it is done (a copier's next wait's launches, after the copies
+  // its last wait waited for).
+  int64_t after = -1;
 };
 
 struct SliceSchedule {
