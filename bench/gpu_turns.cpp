@@ -2,7 +2,9 @@
 // the question behind simulate's turns (lib/core/include/reshard/core/time_slice.h: a context runs its
 // queued work until it is empty or, while another waits, for one slice).
 //   mpirun -np P reshard_gpu_turns [--kernels K] [--work-us S] [--depth D] [--host-us H] [--reps N]
-// Every rank, after a barrier, launches K kernels on its own stream, each of one thread that reads
+//                                  [--streams T]
+// Every rank, after a barrier, launches K kernels on its own T streams (kernel i on stream i mod T, as
+// the executor's copiers launch on one stream per PP stage), each of one thread that reads
 // %globaltimer until it has RUN S us (steps between reads longer than 5 us, its context switched out,
 // are not counted), keeping at most D in flight: before launching the next it waits for its oldest to
 // finish and then spins H us on the host (the executor's handshake between a finished pass and the next
@@ -36,15 +38,19 @@ struct Args {
   int depth = 4;
   double host_us = 50;
   int reps = 3;
+  int streams = 1;
 };
 
 bool parse_args(int argc, char** argv, Args& a, std::string& problems) {
   probe_flags(argc, argv, problems, [&](const std::string& flag, const std::string& v) {
     char* end = nullptr;
-    if (flag == "--kernels" || flag == "--depth" || flag == "--reps") {
+    if (flag == "--kernels" || flag == "--depth" || flag == "--reps" || flag == "--streams") {
       const long n = std::strtol(v.c_str(), &end, 10);
-      if (*end || n < 1 || n > 4096) problems += "  " + flag + ": expected 1..4096, got '" + v + "'\n";
-      (flag == "--kernels" ? a.kernels : flag == "--depth" ? a.depth : a.reps) = static_cast<int>(n);
+      const long most = flag == "--streams" ? 64 : 4096;
+      if (*end || n < 1 || n > most)
+        problems += "  " + flag + ": expected 1.." + std::to_string(most) + ", got '" + v + "'\n";
+      (flag == "--kernels" ? a.kernels : flag == "--depth" ? a.depth : flag == "--reps" ? a.reps : a.streams) =
+          static_cast<int>(n);
     } else if (flag == "--work-us" || flag == "--host-us") {
       const double x = std::strtod(v.c_str(), &end);
       const bool work = flag == "--work-us";
@@ -128,8 +134,8 @@ int main(int argc, char** argv) {
   Args a;
   if (!probe_start(argc, argv, a, parse_args, rank, size)) return 2;
   CUDA_CHECK(cudaSetDevice(0));
-  cudaStream_t stream = nullptr;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<cudaStream_t> streams(static_cast<size_t>(a.streams));
+  for (cudaStream_t& s : streams) CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaLibrary_t lib = nullptr;
   cudaKernel_t kernel = nullptr;
   CUDA_CHECK(cudaLibraryLoadData(&lib, kWorkPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));
@@ -142,11 +148,12 @@ int main(int argc, char** argv) {
     uint64_t* out = buf + 2 * i;
     uint64_t work = static_cast<uint64_t>(us * 1e3);
     void* args[] = {&out, &work};
-    CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), args, 0, stream));
-    CUDA_CHECK(cudaEventRecord(done[static_cast<size_t>(i)], stream));
+    cudaStream_t s = streams[static_cast<size_t>(i % a.streams)];
+    CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), args, 0, s));
+    CUDA_CHECK(cudaEventRecord(done[static_cast<size_t>(i)], s));
   };
   launch(0, 10);  // loads and JIT-compiles the kernel outside the measurement
-  CUDA_CHECK(cudaStreamSynchronize(stream));
+  CUDA_CHECK(cudaDeviceSynchronize());
 
   std::vector<Rep> reps;
   std::vector<uint64_t> mine(static_cast<size_t>(2 * a.kernels));
@@ -163,7 +170,7 @@ int main(int argc, char** argv) {
       launch(i, a.work_us);
       in_flight.push_back(i);
     }
-    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaDeviceSynchronize());
     CUDA_CHECK(cudaMemcpy(mine.data(), buf, mine.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
     MPI_CHECK(MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
                          static_cast<int>(mine.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD));
@@ -180,8 +187,8 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     std::printf("{\"format\": \"reshard-gpu-turns\", \"version\": 1, \"ranks\": %d, \"device\": \"%s\", "
-                "\"kernels\": %d, \"work_us\": %.1f, \"depth\": %d, \"host_us\": %.1f,\n \"reps\": [",
-                size, prop.name, a.kernels, a.work_us, a.depth, a.host_us);
+                "\"kernels\": %d, \"work_us\": %.1f, \"depth\": %d, \"host_us\": %.1f, \"streams\": %d,\n \"reps\": [",
+                size, prop.name, a.kernels, a.work_us, a.depth, a.host_us, a.streams);
     for (size_t i = 0; i < reps.size(); ++i) {
       const Rep& r = reps[i];
       const double per = r.changes > 0 ? (r.span_us - r.work_us) / static_cast<double>(r.changes) : 0;
@@ -193,7 +200,7 @@ int main(int argc, char** argv) {
   for (cudaEvent_t& e : done) cudaEventDestroy(e);
   cudaFree(buf);
   cudaLibraryUnload(lib);
-  cudaStreamDestroy(stream);
+  for (cudaStream_t& s : streams) cudaStreamDestroy(s);
   MPI_Finalize();
   return 0;
 }
