@@ -2,9 +2,10 @@
 // the question behind simulate's turns (lib/core/include/reshard/core/time_slice.h: a context runs its
 // queued work until it is empty or, while another waits, for one slice).
 //   mpirun -np P reshard_gpu_turns [--kernels K] [--work-us S] [--depth D] [--host-us H] [--reps N]
-//                                  [--streams T]
+//                                  [--streams T] [--fill 0|1]
 // Every rank, after a barrier, launches K kernels on its own T streams (kernel i on stream i mod T, as
-// the executor's copiers launch on one stream per PP stage), each of one thread that reads
+// the executor's copiers launch on one stream per PP stage), each of one thread (--fill 1: two blocks of
+// 1024 threads per SM, so that a kernel holds the whole GPU as a copy does) that reads
 // %globaltimer until it has RUN S us (steps between reads longer than 5 us, its context switched out,
 // are not counted), keeping at most D in flight: before launching the next it waits for its oldest to
 // finish and then spins H us on the host (the executor's handshake between a finished pass and the next
@@ -39,6 +40,7 @@ struct Args {
   double host_us = 50;
   int reps = 3;
   int streams = 1;
+  bool fill = false;  // one block per SM of 1024 threads, twice: a kernel that holds the whole GPU
 };
 
 bool parse_args(int argc, char** argv, Args& a, std::string& problems) {
@@ -57,6 +59,9 @@ bool parse_args(int argc, char** argv, Args& a, std::string& problems) {
       if (*end || !(work ? x > 0 && x <= 100000 : x >= 0 && x <= 100000))
         problems += "  " + flag + ": expected " + (work ? "(0" : "[0") + ", 100000], got '" + v + "'\n";
       (work ? a.work_us : a.host_us) = x;
+    } else if (flag == "--fill") {
+      if (v != "0" && v != "1") problems += "  --fill: expected 0 or 1, got '" + v + "'\n";
+      a.fill = v == "1";
     } else {
       problems += "  unknown flag '" + flag + "'\n";
     }
@@ -64,15 +69,17 @@ bool parse_args(int argc, char** argv, Args& a, std::string& problems) {
   return problems.empty();
 }
 
-// One thread reads %globaltimer until it has run `work` ns (steps of at most 5 us between reads: a
-// longer one is its context switched out); stores its first and last read at out[0], out[1].
+// Each thread reads %globaltimer until it has run `work` ns (steps of at most 5 us between reads: a
+// longer one is its context switched out); thread 0 of block 0 stores its first and last read at
+// out[0], out[1].
 constexpr char kWorkPtx[] = R"(
 .version 7.0
 .target sm_70
 .address_size 64
 .visible .entry reshard_work(.param .u64 out_param, .param .u64 work_param)
 {
-  .reg .pred %p<3>;
+  .reg .pred %p<5>;
+  .reg .b32 %r<4>;
   .reg .b64 %rd<12>;
   ld.param.u64 %rd1, [out_param];
   cvta.to.global.u64 %rd1, %rd1;
@@ -90,8 +97,14 @@ LOOP:
 CHECK:
   setp.lt.u64 %p2, %rd5, %rd2;
   @%p2 bra LOOP;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, %ctaid.x;
+  or.b32 %r3, %r1, %r2;
+  setp.ne.u32 %p3, %r3, 0;
+  @%p3 bra DONE;
   st.global.u64 [%rd1], %rd3;
   st.global.u64 [%rd1+8], %rd4;
+DONE:
   ret;
 }
 )";
@@ -140,6 +153,9 @@ int main(int argc, char** argv) {
   cudaKernel_t kernel = nullptr;
   CUDA_CHECK(cudaLibraryLoadData(&lib, kWorkPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));
   CUDA_CHECK(cudaLibraryGetKernel(&kernel, lib, "reshard_work"));
+  int sms = 1;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const dim3 grid(a.fill ? static_cast<unsigned>(2 * sms) : 1u), block(a.fill ? 1024u : 1u);
   uint64_t* buf = nullptr;
   CUDA_CHECK(cudaMalloc(&buf, static_cast<size_t>(2 * a.kernels) * sizeof(uint64_t)));
   std::vector<cudaEvent_t> done(static_cast<size_t>(a.kernels));
@@ -149,7 +165,7 @@ int main(int argc, char** argv) {
     uint64_t work = static_cast<uint64_t>(us * 1e3);
     void* args[] = {&out, &work};
     cudaStream_t s = streams[static_cast<size_t>(i % a.streams)];
-    CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(1), dim3(1), args, 0, s));
+    CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel), grid, block, args, 0, s));
     CUDA_CHECK(cudaEventRecord(done[static_cast<size_t>(i)], s));
   };
   launch(0, 10);  // loads and JIT-compiles the kernel outside the measurement
@@ -187,8 +203,8 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop{};
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     std::printf("{\"format\": \"reshard-gpu-turns\", \"version\": 1, \"ranks\": %d, \"device\": \"%s\", "
-                "\"kernels\": %d, \"work_us\": %.1f, \"depth\": %d, \"host_us\": %.1f, \"streams\": %d,\n \"reps\": [",
-                size, prop.name, a.kernels, a.work_us, a.depth, a.host_us, a.streams);
+                "\"kernels\": %d, \"work_us\": %.1f, \"depth\": %d, \"host_us\": %.1f, \"streams\": %d, \"fill\": %d,\n \"reps\": [",
+                size, prop.name, a.kernels, a.work_us, a.depth, a.host_us, a.streams, a.fill ? 1 : 0);
     for (size_t i = 0; i < reps.size(); ++i) {
       const Rep& r = reps[i];
       const double per = r.changes > 0 ? (r.span_us - r.work_us) / static_cast<double>(r.changes) : 0;

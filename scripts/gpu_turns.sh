@@ -7,7 +7,8 @@
 # Env: BUILD (default build-gpu; uses $BUILD/bench/reshard_gpu_turns when built, else compiles
 # bench/gpu_turns.cpp with mpicxx against CUDA_HOME, default /usr/local/cuda), PS (default "2 4"), DEPTHS
 # (default "1 2 4 16"), KERNELS (16), WORK_US (250), HOST_US (50), REPS (3), STREAMS (each rank's streams,
-# kernels round-robin over them; default "1", e.g. "1 2" runs every case with each).
+# kernels round-robin over them; default "1", e.g. "1 2" runs every case with each), FILL (1: each kernel
+# holds the whole GPU, two 1024-thread blocks per SM; default 0, one thread).
 set -uo pipefail
 ROOT=$(pwd)
 OUT=${OUT:?set OUT to the results folder}
@@ -19,6 +20,7 @@ WORK_US=${WORK_US:-250}
 HOST_US=${HOST_US:-50}
 REPS=${REPS:-3}
 STREAMS=${STREAMS:-1}
+FILL=${FILL:-0}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -36,7 +38,7 @@ n=0
 for p in $PS; do
   for d in $DEPTHS; do
    for t in $STREAMS; do
-    args=(--kernels "$KERNELS" --work-us "$WORK_US" --depth "$d" --host-us "$HOST_US" --reps "$REPS" --streams "$t")
+    args=(--kernels "$KERNELS" --work-us "$WORK_US" --depth "$d" --host-us "$HOST_US" --reps "$REPS" --streams "$t" --fill "$FILL")
     say "\$ mpirun -np $p $BIN ${args[*]}"
     if timeout 60 mpirun --oversubscribe --bind-to none -np "$p" "$BIN" "${args[@]}" >"$WORK/$n.json" 2>>"$LOG"; then
       n=$((n + 1))
