@@ -200,6 +200,32 @@ TEST(SimulateSlice, GoldensUnpacksAreTheReceiversOwnTurnsAfterEachWait) {
   EXPECT_NEAR(bulk.seconds, 5.6e-3, 5e-5);
 }
 
+TEST(SimulateSlice, EachDomainTakesItsOwnTurns) {
+  // Golden, push, train TP2 (ranks 0, 1) -> gen DP2 (ranks 2, 3), window 4: both train ranks copy their
+  // halves (a fan-out each), both gen ranks unpack. Two ranks a GPU: the train ranks' copies take turns
+  // on one GPU and the gen ranks' unpacks on the other, the two lists interleaved in the walk. A
+  // copier's launch is held behind its previous wait's (SliceWork::after), which must be numbered
+  // within its own domain's list: numbered in the whole walk's, it named another rank's item
+  // (schedule_time_slices refuses that). Split over two GPUs the turns fall between one rank a GPU (no
+  // turns: 0 switches, 5.0 ms) and all four on one GPU (22 switches, 18.2 ms).
+  const Plan p = plan_reshard(test::small_mlp(4, "sim-domains"), test::system_of(2, 1, 2, 1, 2, 1), PlanOptions{});
+  SystemModel m = test::time_sliced_gpu("slice-test", 100, 1e6, 1024.0 / 1e-3 / 1e9);
+  m.ipc_push = true;
+  m.algo = Algo::Golden;
+  m.batch.batch_ops = 1;
+  m.batch.window = 4;
+  auto bulk_on = [&](int64_t ranks_a_gpu) {
+    m.gpus_per_node = ranks_a_gpu;
+    return simulate(p, m).phases.front();
+  };
+  const SimPhase alone = bulk_on(1), split = bulk_on(2), shared = bulk_on(4);
+  EXPECT_EQ(alone.switches, 0);
+  EXPECT_GT(split.switches, 0);
+  EXPECT_LT(split.switches, shared.switches);
+  EXPECT_GT(split.seconds, alone.seconds);
+  EXPECT_LT(split.seconds, shared.seconds);
+}
+
 TEST(SimulateSlice, NeverMoreSwitchesThanPassesWhileBatchesFitASlice) {
   // On every preset and both algorithms: with a slice longer than any batch's copies the switches can
   // only merge, and the lower bound still holds; without serial issue or switch cost nothing changes.

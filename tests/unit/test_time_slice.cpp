@@ -1,6 +1,8 @@
 // One GPU time-sliced between processes (time_slice.h): the turns its contexts take, worked by hand.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "reshard/core/time_slice.h"
 
 namespace reshard {
@@ -98,6 +100,12 @@ TEST(TimeSlice, AnItemAfterOneDoneAlreadyIsQueuedWhenReady) {
   EXPECT_NEAR(s.done[1], 25 * us, 1e-12);
   EXPECT_NEAR(s.done[2], 36 * us, 1e-12);
   EXPECT_EQ(s.switches_in, (std::vector<int64_t>{1, 1}));
+}
+
+TEST(TimeSlice, AfterNamesAnotherItemOfTheSameContext) {
+  EXPECT_THROW(schedule_time_slices({{0, 0, 5 * us}, {0, 1, 5 * us, 0}}, 2, 100 * us, 1 * us), std::invalid_argument);
+  EXPECT_THROW(schedule_time_slices({{0, 0, 5 * us, 2}}, 1, 100 * us, 1 * us), std::invalid_argument);
+  EXPECT_THROW(schedule_time_slices({{0, 0, 5 * us, 0}}, 1, 100 * us, 1 * us), std::invalid_argument);
 }
 
 TEST(TimeSlice, AnIdleGpuKeepsTheLastContextLoaded) {

@@ -954,9 +954,15 @@ SliceSchedule take_turns(const Replayer& w, const SystemModel& m, const std::set
     const int64_t node = w.node(w.slice_work()[i].context);
     if (sliced.count(node)) by_domain[node].push_back(i);
   }
+  std::vector<int64_t> local(w.slice_work().size(), -1);  // an item's index in its domain's list
   for (const auto& [node, items] : by_domain) {
     std::vector<SliceWork> work;
-    for (size_t i : items) work.push_back(w.slice_work()[i]);
+    for (size_t k = 0; k < items.size(); ++k) local[items[k]] = static_cast<int64_t>(k);
+    for (size_t i : items) {
+      work.push_back(w.slice_work()[i]);
+      // `after` names an item of the whole walk (the same rank's, so the same domain's): renumbered.
+      if (work.back().after >= 0) work.back().after = local[static_cast<size_t>(work.back().after)];
+    }
     const SliceSchedule d = schedule_time_slices(work, world, m.slice_us * 1e-6, m.switch_us * 1e-6);
     for (size_t k = 0; k < items.size(); ++k) all.done[items[k]] = d.done[k];
     for (int r = 0; r < world; ++r) all.switches_in[static_cast<size_t>(r)] += d.switches_in[static_cast<size_t>(r)];

@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <vector>
 #include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace reshard {
 
@@ -25,6 +27,13 @@ SliceSchedule schedule_time_slices(const std::vector<SliceWork>& work, int conte
   double t = 0, left = slice_seconds;
   int cur = -1;
   size_t next = 0;
+  for (size_t i = 0; i < work.size(); ++i) {  // `after` names another item of the same context
+    const int64_t a = work[i].after;
+    if (a >= 0 && (static_cast<size_t>(a) >= work.size() || static_cast<size_t>(a) == i ||
+                   work[static_cast<size_t>(a)].context != work[i].context))
+      throw std::invalid_argument("schedule_time_slices: item " + std::to_string(i) + " is after item " +
+                                  std::to_string(a) + ", not another item of its context");
+  }
   std::vector<bool> finished_item(work.size(), false);
   std::map<size_t, std::vector<size_t>> held;  // per item: the ready items waiting for it (SliceWork::after)
   auto enqueue = [&](size_t i) {
