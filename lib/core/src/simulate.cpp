@@ -339,7 +339,8 @@ class Replayer {
     for (RankState& s : ranks_) {
       apply(s, s.window.close());
       drained(s);
-      while (!s.unlaunched.empty()) launch_pending(s, s.unlaunched.front().batch, s.start);  // none expected
+      // Every batch was waited for above, launching its own passes: none should be left.
+      while (turns_ && !s.unlaunched.empty()) launch_pending(s, s.unlaunched.front().batch, s.start);
     }
   }
 
