@@ -52,7 +52,7 @@ SliceSchedule schedule_time_slices(const std::vector<SliceWork>& work, int conte
     for (; next < order.size() && work[order[next]].ready <= t; ++next) {
       const size_t i = order[next];
       const int64_t a = work[i].after;
-      if (a >= 0 && static_cast<size_t>(a) < work.size() && !finished_item[static_cast<size_t>(a)])
+      if (a >= 0 && !finished_item[static_cast<size_t>(a)])  // in range: checked above
         held[static_cast<size_t>(a)].push_back(i);
       else
         enqueue(i);
