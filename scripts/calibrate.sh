@@ -208,7 +208,8 @@ fi
                                   results/cpu_waits_h100host/run1 results/cpu_waits_h100host/run2
                                   results/gpu/handshake_h100/ipc results/gpu/trace_w4_h100/ipc
                                   results/gpu/recheck_h100/ipc results/gpu/recheck_h100/bench results/gpu/recheck_h100/bench2
-                                  results/gpu/recheck_h100/repeat/ipc results/gpu/windows28_h100/ipc)
+                                  results/gpu/recheck_h100/repeat/ipc results/gpu/windows28_h100/ipc
+                                  results/gpu/recheck3_h100/ipc results/gpu/recheck3_h100/bench results/gpu/recheck3_h100/bench2)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, math, os, re, shlex, statistics, subprocess, sys
 
