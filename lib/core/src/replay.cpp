@@ -49,9 +49,6 @@ OpLists::OpLists(const Plan& plan, const SystemModel& m) : ops(plan.world()) {
 
 namespace {
 
-constexpr int kResources = 4;
-using Bytes4 = std::array<int64_t, kResources>;
-
 int res_index(bool nic, bool send) { return (nic ? 2 : 0) + (send ? 0 : 1); }
 
 // One op as one rank sees it: what it costs there.
@@ -141,7 +138,7 @@ struct RankState {
   int64_t opened = 0;                     // batches opened so far
   std::vector<double> batch_through;      // per batch (by its id): when its bytes are through, on its own clock
   std::vector<double> batch_unpack;       // per batch (by its id): its unpack kernels' copy time (unpack_turns)
-  std::array<double, 4> free{};           // per resource: when its last queued bytes are through
+  std::array<double, kResources> free{};  // per resource: when its last queued bytes are through
   double through = 0;                     // when the bytes of every batch so far are through
   // Every lane's ops as posted: their bytes per resource (resource()) so far, and when the last of the
   // ops posted so far is through (flushed or not).
@@ -273,6 +270,7 @@ class Replayer {
   }
 
   const std::vector<RankState>& ranks() const { return ranks_; }
+  std::vector<RankState>& ranks() { return ranks_; }
   // A tree's parts, every parent before its children.
   static std::vector<size_t> tree_order(const std::vector<OpCost>& costs) {
     std::vector<size_t> order, depth(costs.size(), 0);
@@ -1064,11 +1062,13 @@ SimPhase run_phase(const Plan& plan, const SystemModel& m, const OpLists& lists,
 
 TotalWalk run_total(const Plan& plan, const SystemModel& m, const OpLists& lists) {
   const Walk walked = walk(plan, m, lists, {}, true);
-  const Replayer& all = *walked.replay;
   TotalWalk out;
   out.phase = slowest("total", walked, m);
+  Replayer& all = *walked.replay;
   for (int i = 0; i < kResources; ++i) out.beta[static_cast<size_t>(i)] = all.beta(i);
-  for (const RankState& s : all.ranks()) out.ranks.push_back(RankTotals{s.spans, s.total_res, s.misc_res, s.total_copy_bytes});
+  // The walk is done with: its spans move rather than copy (every batch of every rank).
+  for (RankState& s : all.ranks())
+    out.ranks.push_back(RankTotals{std::move(s.spans), s.total_res, s.misc_res, s.total_copy_bytes});
   return out;
 }
 

@@ -18,6 +18,10 @@ namespace reshard::replay {
 // Destinations one cuda-ipc fan-out copy writes per read of its source (CudaBatchCopy::kMaxFan).
 inline constexpr int64_t kMaxFan = 8;
 
+// A rank's resources: NVLink send and receive, NIC send and receive (in that order).
+inline constexpr int kResources = 4;
+using Bytes4 = std::array<int64_t, kResources>;
+
 // Which ops a walk includes.
 struct Filter {
   int phase = -1;       // one phase (bulk stage or misc), -1: all
@@ -37,7 +41,7 @@ struct OpLists {
 // receive, NIC send and receive; misc buckets' alone too) and copied in its memory.
 struct RankTotals {
   std::vector<BatchSpan> spans;
-  std::array<int64_t, 4> res{}, misc_res{};
+  Bytes4 res{}, misc_res{};
   int64_t copy_bytes = 0;
 };
 
@@ -46,7 +50,7 @@ struct RankTotals {
 struct TotalWalk {
   SimPhase phase;
   std::vector<RankTotals> ranks;
-  std::array<double, 4> beta{};
+  std::array<double, kResources> beta{};
 };
 
 // The ops `f` selects, walked alone.

@@ -88,8 +88,8 @@ SimResult simulate(const Plan& plan, const SystemModel& model) {
   r.bulk_seconds = replay::run_phase(plan, model, lists, "bulk", {-1, true, false}).seconds;
   r.sequential_seconds = r.bulk_seconds + r.misc_seconds;
 
-  const replay::TotalWalk all = replay::run_total(plan, model, lists);
-  for (const replay::RankTotals& s : all.ranks) r.timeline.push_back(s.spans);
+  replay::TotalWalk all = replay::run_total(plan, model, lists);
+  for (replay::RankTotals& s : all.ranks) r.timeline.push_back(std::move(s.spans));
   const SimPhase& total = all.phase;
   r.total_seconds = total.seconds;
   r.slowest_rank = total.slowest_rank;
