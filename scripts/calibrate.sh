@@ -209,7 +209,8 @@ fi
                                   results/gpu/handshake_h100/ipc results/gpu/trace_w4_h100/ipc
                                   results/gpu/recheck_h100/ipc results/gpu/recheck_h100/bench results/gpu/recheck_h100/bench2
                                   results/gpu/recheck_h100/repeat/ipc results/gpu/windows28_h100/ipc
-                                  results/gpu/recheck3_h100/ipc results/gpu/recheck3_h100/bench results/gpu/recheck3_h100/bench2)
+                                  results/gpu/recheck3_h100/ipc results/gpu/recheck3_h100/bench results/gpu/recheck3_h100/bench2
+                                  results/gpu/recheck4_h100/ipc results/gpu/recheck4_h100/bench results/gpu/recheck4_h100/a16_rank)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, math, os, re, shlex, statistics, subprocess, sys
 
