@@ -84,7 +84,7 @@ TEST(FanoutNodes, OneReplicaANodeOrOneNodeStaysFlat) {
   }
 }
 
-// The simulator's NCCL ring (replay.cpp broadcast): a group with two members on the root's node leaves
+// The simulator's NCCL ring (op_cost.cpp OpCoster::broadcast): a group with two members on the root's node leaves
 // it and comes back. 16-byte row blocks, two GPUs a node (NIC bytes counted on the sending side):
 //   phase one: 4 transfers of 16 B from node 0 to nodes 1, 2 = 64 B;
 //   flat group {2, 3 | 4, 5}: each member sends its share 16 / 2 = 8 B (the root's node re-entered, so

@@ -28,6 +28,14 @@ struct Filter {
   bool bulk_only = false, fanouts_only = false;
 };
 
+// Whether walk `f` takes `op` (misc_phase: the plan's misc phase, phase_count - 1).
+inline bool selects(const Filter& f, const Op& op, int misc_phase) {
+  if (f.phase >= 0 && op.phase != f.phase) return false;
+  if (f.bulk_only && op.phase == misc_phase) return false;
+  if (f.fanouts_only && !op.fanout) return false;
+  return true;
+}
+
 // Every rank's op list, as the executor builds it (ops.h), and the ops of the global order with the
 // ranks that take part in each: messages[i] = (rank, index into its list), ranks ascending.
 struct OpLists {
