@@ -9,8 +9,10 @@
 // inside one ncclGroupStart/End (the executor caps ops and bytes per batch). Issuing in posting
 // order keeps each communicator's operations in the global order every rank shares, whichever
 // streams they use; NCCL joins the streams of one group.
-// Each flush records one event per stream it issued ops on, behind them: wait(stream, keep) polls
-// the event of the batch it completes (batches of one stream finish in stream order).
+// Each flush records one event per stream it issued ops on, behind them, and marks the newest event
+// of the flushed stream as its batch's end: a stream's open batch may go out in parts, with other
+// streams' flushes (a window per stream). wait(stream, keep) polls the end of the batch it completes
+// (batches of one stream finish in stream order; stream_batch_events.h).
 // Waits poll cudaEventQuery and ncclCommGetAsyncError; an async error or no progress for
 // --timeout seconds aborts every communicator (ncclCommAbort) and throws, and the runner then
 // aborts the MPI world: every rank exits non-zero instead of hanging.
@@ -20,13 +22,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <deque>
+#include <optional>
 
 #include "cuda_check.h"
 #include "cuda_context.h"
 #include "reshard/core/error.h"
 #include "reshard/exec/control.h"
 #include "mpi_check.h"
+#include "stream_batch_events.h"
 #include "transport.h"
 #include "transports.h"
 
@@ -89,8 +92,7 @@ class NcclTransport final : public Transport {
   }
 
   ~NcclTransport() override {
-    for (auto& s : flushed_)
-      for (cudaEvent_t e : s) cudaEventDestroy(e);
+    for (cudaEvent_t e : flushed_.take_all()) cudaEventDestroy(e);
     if (!aborted_) {
       for (ncclComm_t c : comms_)
         if (c != nullptr) ncclCommDestroy(c);
@@ -113,9 +115,8 @@ class NcclTransport final : public Transport {
 
   void setup(const std::vector<CommGroup>& groups, int streams) override {
     ctx_->ensure_streams(std::max(streams, 1));
-    for (auto& s : flushed_)  // only left after an error
-      for (cudaEvent_t e : s) ctx_->give_event(e);
-    flushed_.assign(static_cast<size_t>(std::max(streams, 1)), {});
+    for (cudaEvent_t e : flushed_.take_all()) ctx_->give_event(e);  // only left after an error
+    flushed_ = StreamBatchEvents<cudaEvent_t>(std::max(streams, 1));
     ncclUniqueId uid;
     if (rank_ == 0) RESHARD_NCCL_CHECK(ncclGetUniqueId(&uid), nullptr);
     RESHARD_MPI_CHECK(MPI_Bcast(&uid, sizeof uid, MPI_BYTE, 0, comm_));
@@ -141,9 +142,42 @@ class NcclTransport final : public Transport {
     queue_.push_back({QueuedOp::Bcast, checked(stream), group, root, buf, bytes});
   }
 
-  void flush(int) override {
+  void flush(int stream) override {
+    checked(stream);
+    issue_queued();
+    flushed_.batch_ended(stream);
+  }
+
+  void wait(int stream, int keep) override {
+    // Ops of other streams may still be queued (a window per stream: their batches are open).
+    if (keep == 0 && std::any_of(queue_.begin(), queue_.end(), [&](const QueuedOp& op) { return op.stream == stream; }))
+      throw runtime_error("nccl: wait(" + std::to_string(stream) + ") before flush");
+    const std::optional<cudaEvent_t> last = flushed_.target(checked(stream), keep);
+    if (!last) return;
+    const double start = MPI_Wtime();
+    for (unsigned spin = 0;; ++spin) {
+      const cudaError_t e = cudaEventQuery(*last);
+      if (e == cudaSuccess) break;
+      if (e != cudaErrorNotReady) RESHARD_CUDA_CHECK(e);
+      if (spin % 64 == 0) {
+        poll_async_errors();
+        if (MPI_Wtime() - start > options_.timeout_s) {
+          abort_all();
+          throw runtime_error("nccl: rank " + std::to_string(rank_) + ": stream " + std::to_string(stream) +
+                              " did not finish within " + std::to_string(options_.timeout_s) +
+                              " s (--timeout); communicators aborted");
+        }
+      }
+    }
+    for (cudaEvent_t e : flushed_.release(stream, keep)) ctx_->give_event(e);
+  }
+
+ private:
+  // Issues every queued op, in posting order, in one NCCL group, and records an event behind them on
+  // each stream they used.
+  void issue_queued() {
     if (queue_.empty()) return;
-    std::vector<bool> used(flushed_.size(), false);
+    std::vector<bool> used(static_cast<size_t>(flushed_.streams()), false);
     RESHARD_NCCL_CHECK(ncclGroupStart(), nullptr);
     for (const QueuedOp& op : queue_) {
       ncclComm_t c = comm(op.group);
@@ -162,44 +196,14 @@ class NcclTransport final : public Transport {
     for (size_t s = 0; s < used.size(); ++s) {
       if (!used[s]) continue;
       cudaEvent_t e = ctx_->take_event();
-      flushed_[s].push_back(e);
+      flushed_.recorded(static_cast<int>(s), e);
       RESHARD_CUDA_CHECK(cudaEventRecord(e, ctx_->stream(static_cast<int>(s))));
     }
   }
 
-  void wait(int stream, int keep) override {
-    // Ops of other streams may still be queued (a window per stream: their batches are open).
-    if (keep == 0 && std::any_of(queue_.begin(), queue_.end(), [&](const QueuedOp& op) { return op.stream == stream; }))
-      throw runtime_error("nccl: wait(" + std::to_string(stream) + ") before flush");
-    auto& flushed = flushed_.at(static_cast<size_t>(checked(stream)));
-    const int n = static_cast<int>(flushed.size()) - keep;  // batches to complete, oldest first
-    if (n <= 0) return;
-    cudaEvent_t last = flushed[static_cast<size_t>(n - 1)];
-    const double start = MPI_Wtime();
-    for (unsigned spin = 0;; ++spin) {
-      const cudaError_t e = cudaEventQuery(last);
-      if (e == cudaSuccess) break;
-      if (e != cudaErrorNotReady) RESHARD_CUDA_CHECK(e);
-      if (spin % 64 == 0) {
-        poll_async_errors();
-        if (MPI_Wtime() - start > options_.timeout_s) {
-          abort_all();
-          throw runtime_error("nccl: rank " + std::to_string(rank_) + ": stream " + std::to_string(stream) +
-                              " did not finish within " + std::to_string(options_.timeout_s) +
-                              " s (--timeout); communicators aborted");
-        }
-      }
-    }
-    for (int i = 0; i < n; ++i) {
-      ctx_->give_event(flushed.front());
-      flushed.pop_front();
-    }
-  }
-
- private:
   int checked(int stream) const {
-    if (stream < 0 || stream >= static_cast<int>(flushed_.size()))
-      throw runtime_error("stream " + std::to_string(stream) + " outside the " + std::to_string(flushed_.size()) +
+    if (stream < 0 || stream >= flushed_.streams())
+      throw runtime_error("stream " + std::to_string(stream) + " outside the " + std::to_string(flushed_.streams()) +
                           " set up");
     return stream;
   }
@@ -247,7 +251,7 @@ class NcclTransport final : public Transport {
   std::vector<ncclComm_t> comms_;
   std::vector<std::vector<int>> ranks_;
   std::vector<QueuedOp> queue_;
-  std::vector<std::deque<cudaEvent_t>> flushed_;  // per stream: one event per flushed batch not yet waited for
+  StreamBatchEvents<cudaEvent_t> flushed_;  // per stream: events behind issued ops, batch ends marked
   bool aborted_ = false;
 };
 
