@@ -15,29 +15,29 @@ namespace {
 // Two streams, a window per stream. Posting order a(s0) b(s1) c(s0); flush(0) issues all three:
 // events 1 on s0, 2 on s1; s0's batch ends at 1. Then d(s1); flush(1) issues it: event 3 on s1, s1's
 // batch ends at 3 (its batch is b and d: two parts, events 2 and 3).
-TEST(StreamBatchEvents, ABatchIssuedInPartsIsOneBatch) {
+StreamBatchEvents<int> first_batches() {
   StreamBatchEvents<int> ev(2);
   ev.recorded(0, 1);
   ev.recorded(1, 2);
   ev.batch_ended(0);
   ev.recorded(1, 3);
   ev.batch_ended(1);
+  return ev;
+}
+
+TEST(StreamBatchEvents, ABatchIssuedInPartsIsOneBatch) {
+  StreamBatchEvents<int> ev = first_batches();
   EXPECT_EQ(ev.target(1, 0), std::optional<int>(3));
   EXPECT_EQ(ev.target(1, 1), std::nullopt);  // one batch flushed on s1: keep 1 waits for nothing
   EXPECT_EQ(ev.target(0, 0), std::optional<int>(1));
   EXPECT_EQ(ev.target(0, 1), std::nullopt);
 }
 
-// Continues the sequence above: e(s0) f(s1); flush(0) issues both: event 4 on s0 (s0's second batch
+// Continues first_batches(): e(s0) f(s1); flush(0) issues both: event 4 on s0 (s0's second batch
 // ends), event 5 on s1. flush(1) then issues nothing and ends s1's second batch at 5.
 // s1 holds 2, 3 (end), 5 (end): keep 1 waits for 3 and releases 2 and 3.
 TEST(StreamBatchEvents, KeepCountsBatchEndsNotEvents) {
-  StreamBatchEvents<int> ev(2);
-  ev.recorded(0, 1);
-  ev.recorded(1, 2);
-  ev.batch_ended(0);
-  ev.recorded(1, 3);
-  ev.batch_ended(1);
+  StreamBatchEvents<int> ev = first_batches();
   ev.recorded(0, 4);
   ev.recorded(1, 5);
   ev.batch_ended(0);
