@@ -143,7 +143,8 @@ struct RankState {
 class Replayer {
  public:
   Replayer(const Plan& plan, const SystemModel& m, const OpLists& lists)
-      : plan_(plan), m_(m), lists_(lists), coster_(plan, m), ranks_(static_cast<size_t>(plan.world()), RankState(m.batch)) {
+      : plan_(plan), m_(m), lists_(lists), coster_(plan, m),
+        ranks_(static_cast<size_t>(plan.world()), RankState(m.batch)) {
     copies_ = coster_.copies();
     push_ = coster_.push();
     one_memory_ = copies_ && m.shared_copy_gbps > 0 && m.box_ops;
