@@ -5,7 +5,7 @@
 # --ipc-trace of the 4-rank plan at window 16 (scripts/ipc_trace.py: a receiver's gap from one wait's end
 # to its next is its unpacks and the device sync, Executor::retire_oldest). Why: golden's receivers
 # unpack each waited batch in their own context, so at small batches they take turns with one another
-# (replay.cpp, Replayer::unpack), which the records at 4 GiB batches hardly show.
+# (replayer.cpp, Replayer::unpack), which the records at 4 GiB batches hardly show.
 # Run from the repo root with $OUT set; writes $OUT/gpu_golden_turns.log, $OUT/ipc/*.json,
 # $OUT/trace/*.tsv and the plans under $OUT/plans/<fingerprint>.json. Env: BUILD, JOBS (gpu_common.sh),
 # ITERS (default 5); no ctest (the executor is unchanged by the rule it checks).

@@ -1,4 +1,4 @@
-// What one op costs each rank taking part, as the replay (replay.cpp) times it: its bytes on each
+// What one op costs each rank taking part, as the replay (replayer.cpp) times it: its bytes on each
 // link class and direction, its per-batch latency, and what the executor and the transport copy for
 // it (the copy model, simulate.h "Copies"); broadcasts by their algorithm (linear, binomial, ring,
 // ring of domains).

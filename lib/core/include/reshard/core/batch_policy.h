@@ -1,6 +1,6 @@
 // How a rank cuts its op list (ops.h) into batches: the knobs `reshard run` and `reshard simulate`
 // share, with their one set of defaults and bounds, the largest wire message, and the rule that closes
-// a batch. The executor (lib/exec executor.cpp) posts batches by it; the simulator (replay.cpp)
+// a batch. The executor (lib/exec executor.cpp) posts batches by it; the simulator (replayer.cpp)
 // replays the same op lists by it on a virtual clock.
 //
 // A batch is posted, flushed and waited for as a whole: its ops complete together; up to `window`

@@ -1,5 +1,5 @@
 // Which batches a rank has in flight, and when it must wait for one: the walk both the executor
-// (lib/exec executor.cpp) and the simulator (replay.cpp) follow, so the simulator waits exactly
+// (lib/exec executor.cpp) and the simulator (replayer.cpp) follow, so the simulator waits exactly
 // where the executor does.
 //
 // A rank's batches go in lanes: one lane for all its ops, or (BatchPolicy::per_stream_window) one per

@@ -67,7 +67,7 @@
 //   With slice_us the passes take turns on the GPU (time_slice.h) from when each can launch, a pass
 //   being one launch of its copier (the copies of a stream whose ops all ranks had posted by the same
 //   time, as cuda-ipc's progress launches what has arrived), made only inside the copier's waits that
-//   wait, and queued only once the copier's previous wait's launch on the stream is done (replay.cpp,
+//   wait, and queued only once the copier's previous wait's launch on the stream is done (replayer.cpp,
 //   Replayer::launch_pending), a rank paying the switches into
 //   its context, and the walk is repeated with each batch delayed until the last pass it waits for is
 //   done there, and each rank's unpack passes holding it until they are done there, until both settle
