@@ -31,7 +31,7 @@ void Replayer::run(const Filter& f) {
       if (o.ops == 0) o.id = s.opened++;
       ready = std::max(ready, s.start);
     }
-    if (copies_ && m_.serial_packs)  // each sender packs its op before posting it (executor.cpp, run_ops)
+    if (coster_.copies() && m_.serial_packs)  // each sender packs its op before posting it (executor.cpp, run_ops)
       for (size_t k = 0; k < parts.size(); ++k) {
         RankState& s = ranks_[parts[k].first];
         const double pack = static_cast<double>(costs[k].pack_bytes) / (m_.copy_gbps * 1e9);
@@ -76,7 +76,7 @@ std::vector<size_t> Replayer::tree_order(const std::vector<OpCost>& costs) {
 
 void Replayer::copied(const std::vector<std::pair<int, const Op*>>& parts, const std::vector<OpCost>& costs,
                       double ready) {
-  if (!copies_) return;
+  if (!coster_.copies()) return;
   const Op& first = *parts.front().second;
   const int root = first.kind == OpKind::Broadcast ? first.peer : -1;
   for (size_t k = 0; k < parts.size(); ++k) {
@@ -151,7 +151,7 @@ void Replayer::post(int rank, const Op& op, OpCost& c, double ready, size_t mess
   o.last_posted = s.posted;
   for (int i = 0; i < kResources; ++i) {
     s.total_res[i] += c.res[i];
-    if (op.phase == misc_phase_) s.misc_res[i] += c.res[i];
+    if (op.phase == coster_.misc_phase()) s.misc_res[i] += c.res[i];
   }
   o.latency = std::max(o.latency, c.latency);
   o.relay += c.relay;
@@ -265,7 +265,8 @@ void Replayer::flush(RankState& s, int lane) {
   // rank's clock) and unpacks after the wait, so those copies add to the batch; else (kernels on a
   // stream) every copy overlaps the wire.
   const int64_t serial = m_.serial_packs ? o.pack_bytes + o.unpack_bytes : 0;
-  const double unpack = copies_ && m_.serial_packs ? static_cast<double>(o.unpack_bytes) / (m_.copy_gbps * 1e9) : 0;
+  const double unpack =
+      coster_.copies() && m_.serial_packs ? static_cast<double>(o.unpack_bytes) / (m_.copy_gbps * 1e9) : 0;
   // Without box ops (MPI) the transport's wire copies are inside the link's rate, which is one pair's
   // measured point-to-point: they load the shared memory system (shared_bound), not the rank's own
   // copy time again (that capped a rank's receives at copy_gbps / wire_copies, 3.9 GB/s on the device
@@ -273,7 +274,7 @@ void Replayer::flush(RankState& s, int lane) {
   const int64_t in_link = m_.box_ops ? 0 : o.pass_bytes;
   // With the GPU's turns the unpacks come after the wait (unpack()), not inside it.
   const int64_t after_wait = unpack_turns_ ? o.unpack_bytes : 0;
-  if (copies_)
+  if (coster_.copies())
     wire = std::max(wire, static_cast<double>(o.copy_bytes - serial - in_link - after_wait) / (m_.copy_gbps * 1e9));
   wire = std::max(wire, o.relay);
   const double fixed = m_.launch_us * 1e-6 * o.stream_count + o.latency;

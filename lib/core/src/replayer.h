@@ -117,13 +117,11 @@ class Replayer {
   Replayer(const Plan& plan, const SystemModel& m, const OpLists& lists)
       : plan_(plan), m_(m), lists_(lists), coster_(plan, m),
         ranks_(static_cast<size_t>(plan.world()), RankState(m.batch)) {
-    copies_ = coster_.copies();
-    push_ = coster_.push();
-    one_memory_ = copies_ && m.shared_copy_gbps > 0 && m.box_ops;
+    const bool copies = coster_.copies();
+    one_memory_ = copies && m.shared_copy_gbps > 0 && m.box_ops;
     sender_copies_ = m.sender_copies;
-    turns_ = copies_ && m.serial_issue && m.switch_us > 0 && m.slice_us > 0;
-    unpack_turns_ = copies_ && m.serial_issue && m.switch_us > 0 && !m.serial_packs;
-    misc_phase_ = coster_.misc_phase();
+    turns_ = copies && m.serial_issue && m.switch_us > 0 && m.slice_us > 0;
+    unpack_turns_ = copies && m.serial_issue && m.switch_us > 0 && !m.serial_packs;
   }
 
   void run(const Filter& f);
@@ -156,7 +154,7 @@ class Replayer {
   int64_t node(int rank) const { return coster_.node(rank); }
 
  private:
-  bool selected(const Op& op, const Filter& f) const { return selects(f, op, misc_phase_); }
+  bool selected(const Op& op, const Filter& f) const { return selects(f, op, coster_.misc_phase()); }
   int64_t staged(const Op& op) const { return staged_bytes(op, coster_.boxed(op)); }
   // The transport copies of one op (parts as in cost()), once every rank has posted it (`ready`): each
   // goes into its copier's pass for the GPU's turns (time_slice.h), which the batches holding the op on
@@ -209,8 +207,6 @@ class Replayer {
   const OpLists& lists_;
   OpCoster coster_;  // what each op costs on each rank taking part
   std::vector<RankState> ranks_;
-  bool copies_ = false;
-  bool push_ = false;  // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
   // Ranks of a domain share one device memory and every byte moves as a copy (cuda-ipc box ops on one
   // GPU): the copy model times the bytes (its fan-out merge included), so the NVLink resources, which
   // would count a linear broadcast's root once per member, do not time them again.
@@ -222,7 +218,6 @@ class Replayer {
   std::vector<UnpackItem> unpack_items_;
   std::vector<std::vector<double>> unpack_wait_;
   bool sender_copies_ = false;  // SystemModel::sender_copies: a rank's sends and receives share its link
-  int misc_phase_ = 0;
   bool record_ = false;
   std::vector<SliceWork> slice_work_;
   std::vector<std::vector<std::pair<int, int64_t>>> slice_waiters_;
