@@ -115,7 +115,7 @@ struct RankState {
 class Replayer {
  public:
   Replayer(const Plan& plan, const SystemModel& m, const OpLists& lists)
-      : plan_(plan), m_(m), lists_(lists), coster_(plan, m),
+      : m_(m), lists_(lists), coster_(plan, m),
         ranks_(static_cast<size_t>(plan.world()), RankState(m.batch)) {
     const bool copies = coster_.copies();
     one_memory_ = copies && m.shared_copy_gbps > 0 && m.box_ops;
@@ -202,7 +202,6 @@ class Replayer {
   // Closes the open batch: when it ends, and when the rank may start posting the next one.
   void flush(RankState& s, int lane);
 
-  const Plan& plan_;
   const SystemModel& m_;
   const OpLists& lists_;
   OpCoster coster_;  // what each op costs on each rank taking part
