@@ -28,8 +28,9 @@
 #   at 7e579be, the device host's three in one call, results/gpu/ceiling/run{1,2,3}, and the VM's,
 #   results/cpu_waits_vm/ceiling/run{1,2}, and the VM's set measured after the busy-rank hand-off was
 #   built, results/cpu_waits_vm/busy/run1, and the VM's two sets with its DAMON paused (cpu_waits_bench.sh
-#   DAMON=pause), results/cpu_waits_vm/damon_off/run{1,2} (and run3, at fada728), and its direct / two-phase A/B at the bench
-#   flags, results/cpu_waits_vm/damon_off/ab_direct/run{1,2}; with single copy (the VM's records), each batch's latency is
+#   DAMON=pause), results/cpu_waits_vm/damon_off/run{1,2} (and run3, at fada728), and its direct /
+#   two-phase A/B at the bench flags, results/cpu_waits_vm/damon_off/ab_direct/run{1,2}; with single
+#   copy (the VM's records), each batch's latency is
 #   the host's busy hand-off: the median of the host file's latency_busy_us and the rounds in the
 #   nearest handoff.json in the records' folder or above (one per machine: results/cpu_waits_vm/,
 #   results/cpu_waits/), charged by each phase's working ranks (simulate --latency-per-busy-rank); each

@@ -70,7 +70,6 @@ class OpCoster {
   int64_t node(int rank) const { return rank / m_.gpus_per_node; }
   int misc_phase() const { return misc_phase_; }
   bool copies() const { return copies_; }  // the copy model is on (SystemModel::copy_gbps)
-  bool push() const { return push_; }      // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
 
  private:
   double latency(bool nic, int rank) const;
@@ -88,7 +87,8 @@ class OpCoster {
   std::array<double, kResources> beta_{};
   double fan_ = 0;                     // B/s: SystemModel::fan_gbps at transfer_share
   std::vector<double> latency_share_;  // per domain, this walk's (busy_share); empty: 1
-  bool copies_ = false, push_ = false;
+  bool copies_ = false;
+  bool push_ = false;  // cuda-ipc push mode (SystemModel::ipc_push where box_ops is on)
   int misc_phase_ = 0;
 };
 
