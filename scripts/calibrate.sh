@@ -211,7 +211,9 @@ fi
                                   results/gpu/recheck_h100/ipc results/gpu/recheck_h100/bench results/gpu/recheck_h100/bench2
                                   results/gpu/recheck_h100/repeat/ipc results/gpu/windows28_h100/ipc
                                   results/gpu/recheck3_h100/ipc results/gpu/recheck3_h100/bench results/gpu/recheck3_h100/bench2
-                                  results/gpu/recheck4_h100/ipc results/gpu/recheck4_h100/bench results/gpu/recheck4_h100/a16_rank)
+                                  results/gpu/recheck4_h100/ipc results/gpu/recheck4_h100/bench results/gpu/recheck4_h100/a16_rank
+                                  results/gpu/recheck5_h100/ipc results/gpu/recheck5_h100/bench results/gpu/recheck5_h100/a16_rank
+                                  results/gpu/recheck5_h100/cpu/run1 results/gpu/recheck5_h100/cpu/run2)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, math, os, re, shlex, statistics, subprocess, sys
 
