@@ -4,43 +4,24 @@
 #
 # usage: scripts/calibrate.sh [--build DIR] [--system PRESET] [--json OUT] [RUN_JSON|DIR ...]
 #        scripts/calibrate.sh --measure-host [NP]   (the cpu-mpi-local microbenchmark, JSON on stdout)
-#   default inputs: results/*.json, results/gpu/*.json, results/gpu/mps/*.json,
-#   results/gpu/extra/mps_stress/*.json, results/gpu/{push,push_mps,pull}/*.json, the older device
-#   call's results/gpu/extra/24ab0ab/{push,push_mps,pull}/*.json and the window runs of the current
-#   executor, results/gpu/window_push_nosync/ipc/*.json, and the current build's gpu_bench.sh call,
-#   results/gpu/bench_19254c7/{,config2_push/,pull/}gpu_runs.json, and the window runs with the
-#   8-rank plan also as --fanout direct, results/gpu/window_direct/ipc/*.json, and the CPU MPI runs of
-#   scripts/cpu_waits_bench.sh on the 2-core VM and the device machine's 16-core host,
-#   results/cpu_waits{,_h200host}/*.json (simulated with the host_<ranks>.json beside them, and its
-#   broadcast fan rate, or where it predates that measurement the nearest fan.json in their folder or
-#   above, up to results/, and without
-#   single copy its cores: the record's host_cores, else the host file's, else the cpu_waits.log's
-#   machine line), and the
-#   window-per-stream calls' results/gpu/window_per_stream/{ipc,cpu,defaults/ipc,repeat/run{1,2}}/*.json,
-#   and the device host's CPU set measured with its fan rate, results/gpu/fan_check/cpu/*.json, and
-#   the device host's CPU sets measured after --host-cores was fitted, results/gpu/host_cores/run{1,2},
-#   and the VM's sets at b00ac85, results/cpu_waits_vm/full/run{1,2} (every config, minutes apart) and
-#   results/cpu_waits_vm/bind/{unbound,bound1,bound2,bound3} (b16, c24, d32 at the bench flags, BIND=core
-#   or not, one after another), and the device host's sets at 91c6f59, bound and free in turn,
-#   results/gpu/host_bind/{bound1,free1,bound2,free2}, and the window plans at 91c6f59 (window per
-#   stream, 512 MiB staging), results/gpu/window_current/ipc, and the VM's 20-iteration sets at bac2b24,
-#   results/cpu_waits_vm/iters20/run{1,2}, and the sets with each launch's ceiling (run --ceiling on)
-#   at 7e579be, the device host's three in one call, results/gpu/ceiling/run{1,2,3}, and the VM's,
-#   results/cpu_waits_vm/ceiling/run{1,2}, and the VM's set measured after the busy-rank hand-off was
-#   built, results/cpu_waits_vm/busy/run1, and the VM's two sets with its DAMON paused (cpu_waits_bench.sh
-#   DAMON=pause), results/cpu_waits_vm/damon_off/run{1,2} (and run3, at fada728), and its direct /
-#   two-phase A/B at the bench flags, results/cpu_waits_vm/damon_off/ab_direct/run{1,2}; with single
-#   copy (the VM's records), each batch's latency is
-#   the host's busy hand-off: the median of the host file's latency_busy_us and the rounds in the
-#   nearest handoff.json in the records' folder or above (one per machine: results/cpu_waits_vm/,
-#   results/cpu_waits/), charged by each phase's working ranks (simulate --latency-per-busy-rank); each
-#   CPU host file's simulate flags are printed at the end ("calibrate: host FILE: FLAGS"):
-#             records of format "reshard-run", alone or in a JSON list (gpu_runs.json). A row's name starts with the commit
-#             its run was made at (gpu_env.json's "git" beside the record), then the mode and "mps/";
-#             the summary counts rows per record set (file) too. Each record is simulated with its
-#             own algo, streams, batch caps, staging and window (per stream or not), and cuda-ipc records in their own mode
-#             (--ipc-mode): the record's transport_mode, else versions.transport's suffix ", push" or
-#             ", pull" (records before b9e2768); with neither (made before push existed) pull.
+#   inputs:   records of format "reshard-run", alone or in a JSON list (gpu_runs.json); by default every
+#             measured set, listed once in the INPUTS default below (results/README.md says what each
+#             holds). A row's name starts with the commit its run was made at (gpu_env.json's "git"
+#             beside the record), then the mode and "mps/"; the summary counts rows per record set
+#             (file) too.
+#   simulated with each record's own algo, streams, batch caps, staging and window (per stream or
+#             not), and cuda-ipc records in their own mode (--ipc-mode): the record's transport_mode,
+#             else versions.transport's suffix ", push" or ", pull" (records before b9e2768); with
+#             neither (made before push existed) pull.
+#   CPU MPI records: simulated with the host_<ranks>.json beside them, and its broadcast fan rate, or
+#             where it predates that measurement the nearest fan.json in their folder or above, up to
+#             results/. Without single copy, with its cores (the record's host_cores, else the host
+#             file's, else the cpu_waits.log's machine line); with single copy (the VM's records), each
+#             batch's latency is the host's busy hand-off: the median of the host file's
+#             latency_busy_us and the rounds in the nearest handoff.json in the records' folder or
+#             above (one per machine: results/cpu_waits_vm/, results/cpu_waits/), charged by each
+#             phase's working ranks (simulate --latency-per-busy-rank). Each CPU host file's simulate
+#             flags are printed at the end ("calibrate: host FILE: FLAGS").
 #   --system: the preset for every record; default cpu-mpi-local for transport "mpi"; for cuda-ipc
 #             records whose ranks share one device, the card's preset from ONE_GPU_PRESETS by the card
 #             versions.device names (H200: h200-shared-1gpu, or h200-shared-1gpu-mps when the
@@ -68,7 +49,7 @@ while [ $# -gt 0 ]; do
     --system) SYSTEM=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --measure-host) MEASURE_HOST=${2:-4}; shift $(( $# > 1 ? 2 : 1 )) ;;
-    -h|--help) sed -n 2,25p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,39p "$0"; exit 0 ;;
     *) INPUTS+=("$1"); shift ;;
   esac
 done
