@@ -348,10 +348,10 @@ def host_flags(f, rec):
     # With single copy, a batch's hand-off while the others copy (mpi_busy_handoff.h) as its latency:
     # the median of every measurement of it on this machine at this rank count, the host file's and the
     # rounds in the nearest handoff.json (scripts/latency_probe.cpp; a number or a list of rounds): one
-    # launch's probe moved 4x on the VM (docs/performance.md, "The same launch's ceiling"); without any,
+    # launch's probe moved 4x on the VM (docs/calibration.md, "The same launch's ceiling"); without any,
     # the preset's. Not without single copy: there --host-cores, fitted to those hosts' oversubscribed
     # records, already carries what sharing the cores costs, and the hand-off on top counted it twice
-    # (986 against 1051 of 1355 rows, docs/performance.md "Twenty iterations, and the hand-off in the model").
+    # (986 against 1051 of 1355 rows, docs/calibration.md "Twenty iterations, and the hand-off in the model").
     handoff = None
     if not none:
         rounds = beside(f, "handoff.json").get("latency_busy_us", {}).get(str(world), [])

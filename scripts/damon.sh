@@ -1,7 +1,7 @@
 # DAMON (the kernel's Data Access MONitor) on a measuring host: describe it, pause it, resume it.
 # Sourced by scripts/cpu_waits_bench.sh. Why: on the 2-core VM a kdamond with a paddr pageout scheme
 # wakes every ~0.55 s and holds a core for 15-57 ms; with 16-32 ranks on 2 cores that stalls a bulk
-# stage's iteration by 100-230 ms (docs/performance.md, "The stalls are the host's DAMON").
+# stage's iteration by 100-230 ms (docs/calibration.md, "The stalls are the host's DAMON").
 # The sysfs root is $DAMON_SYSFS (default /sys/kernel/mm/damon/admin), so tests can use a fake tree.
 DAMON_SYSFS=${DAMON_SYSFS:-/sys/kernel/mm/damon/admin}
 DAMON_PAUSED=()

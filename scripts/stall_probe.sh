@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Probe: where do the VM's 100-230 ms stalls of reshard's bulk stages come from (issue 18; docs/
-# performance.md, "Twenty iterations")? Builds scripts/stall_probes/*.cpp (in a temporary folder) and runs, on a
+# calibration.md, "Twenty iterations")? Builds scripts/stall_probes/*.cpp (in a temporary folder) and runs, on a
 # machine otherwise idle: idle_gaps (a spinning thread per core: does the machine take the CPU away?),
 # yield_crowd (16 processes copying and yielding: does the kernel starve one?) and mpi_stages (stages of
 # 4 MiB pair exchanges between polled barriers, reshard's bulk stages without reshard, at 16 and 32

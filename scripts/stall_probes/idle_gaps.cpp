@@ -1,4 +1,4 @@
-// Issue 18's stalls (docs/performance.md, "Twenty iterations"): does the machine itself take the CPU
+// Issue 18's stalls (docs/calibration.md, "Twenty iterations"): does the machine itself take the CPU
 // away? One thread per core, each pinned, reads the clock in a loop for SECONDS and records every gap
 // above 1 ms between two reads (time it did not run although it never blocked). Run it on an idle
 // machine. Prints one JSON line per core. usage: idle_gaps [SECONDS]

@@ -1,4 +1,4 @@
-// Issue 18's stalls (docs/performance.md, "Twenty iterations"): stages like a reshard's bulk stages
+// Issue 18's stalls (docs/calibration.md, "Twenty iterations"): stages like a reshard's bulk stages
 // without reshard. k pairs exchange m messages of 4 MiB (rank i < k sends to half + i; Isend/Irecv
 // polled with MPI_Testsome, as lib/exec/src/mpi_wait.cpp polls) while the other ranks wait in a polled
 // MPI_Ibarrier; each stage between two barriers is timed (the slowest rank's). Prints one JSON line

@@ -1,4 +1,4 @@
-// Issue 18's stalls (docs/performance.md, "Twenty iterations"): does the kernel starve a runnable
+// Issue 18's stalls (docs/calibration.md, "Twenty iterations"): does the kernel starve a runnable
 // process among many? N processes, each for SECONDS alternating a 4 MiB memcpy (COPY_PERCENT of its
 // turns) and sched_yield, as MPI ranks that copy and then wait with yield_when_idle; each records how
 // long it went unscheduled (gaps above 20 ms between two clock reads; one copy takes well under 1 ms).

@@ -68,7 +68,7 @@ namespace {
 
 // Every rank's host name, once each, in rank order of first appearance, with the host's online cores
 // (sysconf) and how many ranks run there: more ranks than cores slows a host without single copy
-// (docs/performance.md, "Oversubscribed hosts"). Also each rank's allowed CPUs (its affinity).
+// (docs/calibration.md, "Oversubscribed hosts"). Also each rank's allowed CPUs (its affinity).
 void add_hosts(Control& ctl, RunReport& rep) {
   constexpr int64_t kName = 60, kLen = kName + 8;  // name, cores, the rank's allowed CPUs
   std::vector<uint8_t> mine(kLen, 0);
@@ -196,7 +196,7 @@ std::string format_header(const RunReport& r, const RunArgs& a, const std::strin
        plan.transfers.size(), plan.fanouts.size(), plan.buckets.size());
   line("#  train: %s\n#  gen:   %s\n", par(plan.system.train).c_str(), par(plan.system.gen).c_str());
   line("#  world: %d  transport: %s\n", plan.world(), transport_line.c_str());
-  if (!r.hosts.empty()) {  // more ranks than cores: they take turns (docs/performance.md, "Oversubscribed hosts")
+  if (!r.hosts.empty()) {  // more ranks than cores: they take turns (docs/calibration.md, "Oversubscribed hosts")
     std::string hosts;
     bool over = false;
     for (size_t i = 0; i < r.hosts.size(); ++i) {

@@ -150,7 +150,7 @@ struct SystemModel {
   // ranks take turns on them, each rank's transfers (the link rates, fan_gbps) move at cores / ranks of
   // their rate; a rank's own memcpy (packs, copy_gbps) needs no peer and keeps its rate. The share is
   // the largest domain's (min(gpus_per_node, world) ranks). Fitted to, not derived from, the device
-  // host's oversubscribed records (docs/performance.md, "Oversubscribed hosts"). 0: as many cores as
+  // host's oversubscribed records (docs/calibration.md, "Oversubscribed hosts"). 0: as many cores as
   // ranks.
   int64_t host_cores = 0;
   // The latencies are the host's busy hand-off (scripts/calibrate.sh --measure-host latency_busy_us:
