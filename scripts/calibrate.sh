@@ -26,7 +26,10 @@
 #             records whose ranks share one device, the card's preset from ONE_GPU_PRESETS by the card
 #             versions.device names (H200: h200-shared-1gpu, or h200-shared-1gpu-mps when the
 #             gpu_env.json beside the record says "mps": "on"; H100: h100-shared-1gpu, and a record under
-#             MPS is skipped: no preset; another card: exit 2 naming it); else h100-nvl8-ib400.
+#             MPS is skipped: no preset; another card: exit 2 naming it); cuda-ipc records whose ranks share
+#             several GPUs are skipped (not modelled); else, a rank per GPU (NCCL), the card's NVLink preset
+#             from MULTI_GPU_PRESETS (h200-nvl8-ib400, h100-nvl8-ib400; the latter for an unnamed card).
+#             The summary counts the records skipped, by reason.
 #             Extra `reshard simulate` flags: RESHARD_SIMULATE_FLAGS (every record) and
 #             RESHARD_SIMULATE_FLAGS_<PRESET> (records simulated on that preset; upper case, '-' as '_'),
 #             e.g. RESHARD_SIMULATE_FLAGS_H200_SHARED_1GPU="--switch-us 10" (the MPS rows keep theirs);
@@ -49,7 +52,7 @@ while [ $# -gt 0 ]; do
     --system) SYSTEM=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --measure-host) MEASURE_HOST=${2:-4}; shift $(( $# > 1 ? 2 : 1 )) ;;
-    -h|--help) sed -n 2,39p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,42p "$0"; exit 0 ;;
     *) INPUTS+=("$1"); shift ;;
   esac
 done
@@ -194,9 +197,12 @@ fi
                                   results/gpu/recheck3_h100/ipc results/gpu/recheck3_h100/bench results/gpu/recheck3_h100/bench2
                                   results/gpu/recheck4_h100/ipc results/gpu/recheck4_h100/bench results/gpu/recheck4_h100/a16_rank
                                   results/gpu/recheck5_h100/ipc results/gpu/recheck5_h100/bench results/gpu/recheck5_h100/a16_rank
-                                  results/gpu/recheck5_h100/cpu/run1 results/gpu/recheck5_h100/cpu/run2)
+                                  results/gpu/recheck5_h100/cpu/run1 results/gpu/recheck5_h100/cpu/run2
+                                  results/gpu/nccl results/gpu/x2/nccl results/gpu/x2/nccl_iters10
+                                  results/gpu/x2/nccl_batch4g results/gpu/x2/ipc)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, math, os, re, shlex, statistics, subprocess, sys
+from collections import Counter
 
 reshard, system, json_out, cache, inputs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 extra = shlex.split(os.environ.get("RESHARD_SIMULATE_FLAGS", ""))
@@ -372,31 +378,43 @@ def host_flags(f, rec):
 ONE_GPU_PRESETS = {"NVIDIA H100": ("h100-shared-1gpu", None),
                    "NVIDIA H200": ("h200-shared-1gpu", "h200-shared-1gpu-mps")}
 
+# One rank per GPU (NCCL, which refuses two ranks on a GPU): the NVLink presets by card.
+MULTI_GPU_PRESETS = {"NVIDIA H100": "h100-nvl8-ib400", "NVIDIA H200": "h200-nvl8-ib400"}
+
 def preset(f, rec):
+    """(preset, None), or (None, why the record has none)."""
     transport = rec["arguments"].get("transport")
     if transport == "mpi":
-        return "cpu-mpi-local"
+        return "cpu-mpi-local", None
     device = rec.get("versions", {}).get("device", "")
-    if transport == "cuda-ipc" and " of 1," in device:
+    shape = re.search(r"device \d+ of (\d+), [^,]*, (\d+) ranks", device)
+    gpus, ranks = (int(shape.group(1)), int(shape.group(2))) if shape else (None, None)
+    if transport == "cuda-ipc" and gpus == 1:
         # every rank on the one device; under MPS their kernels run concurrently
         card = next((k for k in ONE_GPU_PRESETS if device.startswith(k)), None)
         if card is None:
             print("calibrate: no one-GPU preset for the device %r of %s (ONE_GPU_PRESETS)" % (device, f), file=sys.stderr)
             sys.exit(2)
-        return ONE_GPU_PRESETS[card][1 if mps_on(f) else 0]
-    return "h100-nvl8-ib400"
+        name = ONE_GPU_PRESETS[card][1 if mps_on(f) else 0]
+        return name, None if name else "no preset for its device under MPS"
+    if transport == "cuda-ipc" and gpus and ranks > gpus:
+        return None, "ranks sharing several GPUs: no preset (cuda-ipc across GPUs is not modelled)"
+    card = next((k for k in MULTI_GPU_PRESETS if device.startswith(k)), "NVIDIA H100")
+    return MULTI_GPU_PRESETS[card], None
 
-rows, errors, hosts_used = [], [], {}
+rows, errors, hosts_used, skipped = [], [], {}, []
 fmt = "%-32s %-7s %-20s %-9s %11s %12s %8s %9s"
 print(fmt % ("record", "algo", "system", "phase", "measured_ms", "predicted_ms", "error", "eff_GB/s"))
 for f, name, rec in records:
     plan = plan_path(f, rec)
     if plan is None:
         print("%-32s skipped: plan %s not found (no file, no recipe)" % (name, rec["plan"]["fingerprint"]))
+        skipped.append("plan not found")
         continue
-    sysname = system or preset(f, rec)
+    sysname, why = (system, None) if system else preset(f, rec)
     if sysname is None:
-        print("%-32s skipped: no preset for its device under MPS (%s)" % (name, rec["versions"]["device"]))
+        print("%-32s skipped: %s (%s)" % (name, why, rec.get("versions", {}).get("device", "")))
+        skipped.append(why)
         continue
     a = rec["arguments"]
     mode = ipc_mode(rec) if a.get("transport") == "cuda-ipc" else None
@@ -419,6 +437,7 @@ for f, name, rec in records:
     if sim["plan"]["fingerprint"] != rec["plan"]["fingerprint"]:
         print("%-32s skipped: plan file %s has fingerprint %s, the run %s" % (name, plan,
               sim["plan"]["fingerprint"], rec["plan"]["fingerprint"]))
+        skipped.append("the rebuilt plan's fingerprint differs (the planner changed since)")
         continue
     predicted = {p["phase"]: p["time_ms"] for p in sim["phases"]}
     host_damon = damon(f)  # once per record: its set's log
@@ -464,6 +483,9 @@ if errors:
     within = sum(1 for r in rows if abs(r["error"]) <= 0.25)
     print("calibrate: %d runs, mean |error| of totals %.1f %%, worst %.1f %%; %d of %d rows within 25 %%" %
           (len(errors), 100 * sum(errors) / len(errors), 100 * max(errors), within, len(rows)))
+    if skipped:  # records no row stands for: the headline covers the others only
+        print("calibrate: %d records skipped: %s" % (len(skipped), "; ".join(
+            "%d %s" % (n, why) for why, n in sorted(Counter(skipped).items(), key=lambda kv: -kv[1]))))
     for mode in ("pull", "push"):
         sel = [r for r in rows if r["ipc_mode"] == mode]
         if sel:

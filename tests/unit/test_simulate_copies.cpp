@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "reshard/core/planner.h"
 #include "reshard/core/simulate.h"
@@ -279,7 +280,39 @@ TEST(SimulateCopies, PresetsAreValidAndCopyModelled) {
   EXPECT_TRUE(find_system_preset("cpu-mpi-local").serial_packs);             // host packs on the rank's thread
   EXPECT_EQ(find_system_preset("cpu-mpi-local").binomial_broadcast_min, 5);  // libnbc above 4 members
   EXPECT_FALSE(find_system_preset("h200-shared-1gpu").serial_packs);         // kernels on a stream
-  EXPECT_EQ(find_system_preset("h100-nvl8-ib400").copy_gbps, 0);            // copies not modelled there
+  // NCCL presets: staged packs and unpacks serial with their batch, at the card's device copy rate
+  // (system_presets.cpp, with_staged_copies); no shared bound, no box ops.
+  for (const auto& [name, copy] : {std::pair{"h100-nvl8-ib400", 1356.2}, std::pair{"h200-nvl8-ib400", 1911.0},
+                                   std::pair{"gb200-nvl72", 1911.0 * 8 / 4.8}}) {
+    const SystemModel m = find_system_preset(name);
+    Problems problems;
+    validate_system_model(m, problems);
+    EXPECT_TRUE(problems.empty()) << name;
+    EXPECT_DOUBLE_EQ(m.copy_gbps, copy) << name;
+    EXPECT_TRUE(m.serial_packs) << name;
+    EXPECT_EQ(m.shared_copy_gbps, 0) << name;
+    EXPECT_FALSE(m.box_ops) << name;
+  }
+}
+
+TEST(SimulateCopies, NcclStagedBucketPaysItsPackWireAndUnpackInTurn) {
+  // Two misc norms of 8192 BF16 (16 KiB each) from 1 train rank to 1 gen rank: one bucket of 32768 B,
+  // packed by the root into staging, broadcast over NVLink, unpacked by the member after its wait
+  // (executor.cpp run_ops, retire_oldest). On h200-nvl8-ib400 with its fixed costs zeroed:
+  // 32768 / 1911e9 + 32768 / 370e9 + 32768 / 1911e9 = 17.147 + 88.562 + 17.147 = 122.856 ns.
+  ModelMeta model;
+  model.name = "sim-nccl-bucket";
+  model.tensors.push_back({"model.layers.0.input_layernorm.weight", Dims{8192}, DType::BF16});
+  model.tensors.push_back({"model.norm.weight", Dims{8192}, DType::BF16});
+  const Plan p = plan_reshard(model, test::system_of(1, 1, 1, 1, 1, 1), PlanOptions{});
+  ASSERT_EQ(p.buckets.size(), 1u);
+  ASSERT_EQ(p.buckets[0].params.size(), 2u);
+  ASSERT_EQ(p.buckets[0].bytes, 32768);
+  SystemModel m = find_system_preset("h200-nvl8-ib400");
+  m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
+  EXPECT_NEAR(simulate(p, m).misc_seconds, 122.856e-9, 0.001e-9);
+  m.serial_packs = false;  // copies overlapping the wire, as before: the wire alone
+  EXPECT_NEAR(simulate(p, m).misc_seconds, 88.562e-9, 0.001e-9);
 }
 
 TEST(SimulateCopies, LowerBoundNeverExceedsThePredictionWithCopies) {

@@ -7,6 +7,27 @@ namespace reshard {
 
 namespace {
 
+// NCCL's staged ops: a sender packs each strided box into staging with a kernel on the op's stream
+// before the batch's NCCL group is flushed onto that stream, and a receiver unpacks staging after it
+// waited for the batch, then syncs the device (lib/exec/src/executor.cpp: run_ops, retire_oldest). So
+// packs and unpacks add to their batch instead of overlapping its wire: serial_packs at the GPU's
+// device copy rate. Two H200s (results/gpu/x2/nccl*, Qwen3-4B 1 -> 1, deb954c): misc, packed into
+// buckets and unpacked, read 10.1-10.3 ms where NVLink alone gives 7.2-7.3 (-29 %); with both copies
+// at 1911 GB/s, 8.5-9.2 (-10...-17 %); bulk, whole tensors without staging, unchanged (-1...-8 %).
+SystemModel with_staged_copies(SystemModel m, double copy_gbps) {
+  m.copy_gbps = copy_gbps;
+  m.serial_packs = true;
+  return m;
+}
+
+// Device copy rates (GB/s of bytes copied): measured on one H200 (1911) and one H100 (1356.2), the
+// one-GPU presets below. They scale with HBM bandwidth (H100 SXM 3.35 TB/s, H200 4.8 TB/s: 1911 x
+// 3.35 / 4.8 = 1334, 1.6 % under the H100's measurement), so a B200 in GB200 NVL72 (8 TB/s HBM3e) is
+// taken as 1911 x 8 / 4.8 = 3185: an assumption, not measured.
+constexpr double kH100CopyGbps = 1356.2;
+constexpr double kH200CopyGbps = 1911;
+constexpr double kB200CopyGbps = kH200CopyGbps * 8.0 / 4.8;
+
 SystemModel make(const char* name, int64_t gpus_per_node, double nvlink, double nic, double nvlink_lat,
                  double nic_lat, double launch, double per_op) {
   SystemModel m;
@@ -74,9 +95,9 @@ SystemModel cpu_mpi_local() {
 // 6b05936, read 136.2); slice_us from P spinning kernels' running intervals, `derived.off.timeslice_us` =
 // 2090.7 us (median over 2, 4, 8 processes).
 SystemModel h200_shared_1gpu() {
-  SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, 1911, 1911, 48.3, 48.3, 0, 0.433);
-  m.copy_gbps = 1911;
-  m.shared_copy_gbps = 1911;
+  SystemModel m = make("h200-shared-1gpu", int64_t{1} << 30, kH200CopyGbps, kH200CopyGbps, 48.3, 48.3, 0, 0.433);
+  m.copy_gbps = kH200CopyGbps;
+  m.shared_copy_gbps = kH200CopyGbps;
   m.wire_copies = 1;
   m.per_copy_us = 0;
   m.per_launch_us = 3.86;
@@ -104,7 +125,7 @@ SystemModel h200_shared_1gpu() {
 SystemModel h100_shared_1gpu() {
   SystemModel m = h200_shared_1gpu();
   m.name = "h100-shared-1gpu";
-  m.nvlink_gbps = m.nic_gbps = m.copy_gbps = m.shared_copy_gbps = 1356.2;
+  m.nvlink_gbps = m.nic_gbps = m.copy_gbps = m.shared_copy_gbps = kH100CopyGbps;
   m.per_op_us = 0.422;    // results/gpu/recheck_h100/bench{,2}/gpu_runs.json, config 3 (above)
   m.per_launch_us = 3.28;
   m.switch_us = 136.0;  // results/gpu/timeslice_h100/gpu_timeslice.json: derived.off.switch_us_for_preset
@@ -134,14 +155,14 @@ SystemModel h200_shared_1gpu_mps() {
 const std::vector<SystemModel>& system_presets() {
   static const std::vector<SystemModel> presets = {
       // DGX/HGX H100: NVLink4 450 GB/s per direction peak, ~370 achieved; one 400 Gb/s CX-7 per GPU.
-      make("h100-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5),
+      with_staged_copies(make("h100-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5), kH100CopyGbps),
       // H200 SXM: same NVLink4 fabric and NICs as H100.
-      make("h200-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5),
+      with_staged_copies(make("h200-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5), kH200CopyGbps),
       // GB200 NVL72: an NVLink5 domain of 72 GPUs (18 trays of 4), 900 GB/s per direction peak; CX-7
       // 400 Gb/s per GPU. A job's ranks fill 16 of a rack's 18 trays, 64 GPUs, so that power-of-two
       // groups never straddle racks (72-GPU domains would leave 512 ranks' last 8 alone in an eighth
       // rack); NCCL M2N's published GB200 runs use 64 per domain too.
-      make("gb200-nvl72", 64, 800, 47, 3, 10, 5, 0.5),
+      with_staged_copies(make("gb200-nvl72", 64, 800, 47, 3, 10, 5, 0.5), kB200CopyGbps),
       cpu_mpi_local(),
       h200_shared_1gpu(),
       h200_shared_1gpu_mps(),

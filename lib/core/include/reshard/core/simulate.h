@@ -33,7 +33,7 @@
 //   latency is then per hop, not latency * log2(members) per member: a member holds the message one
 //   latency after its parent's sends are through, and one with children is done one latency after
 //   its own (a leaf when it holds), so consecutive messages pipeline down the tree.
-// - Copies (copy_gbps > 0; the host-staging and shared-device presets): what the executor copies in
+// - Copies (copy_gbps > 0; every preset but hand-built models): what the executor copies in
 //   memory besides the wire: the sender's pack of a strided box into staging, the transport's wire
 //   copies (wire_copies per received byte), the receiver's unpack, each at copy_gbps on its rank.
 //   With box_ops (cuda-ipc) a receiver copies each piece straight, once, and a discarding member
@@ -107,9 +107,10 @@ struct SystemModel {
   double per_launch_us = 0;        // per copy launch: each pack or unpack; per (batch, stream, peer) for
                                    // the transport's batched copies
   bool box_ops = false;            // transport copies strided boxes straight: no pack, no unpack
-  // The executor's packs and unpacks run on the rank's own thread (host staging, MPI transport): a
-  // batch's packs before it is posted, its unpacks after its wait, adding to its time instead of
-  // overlapping its transfers (cuda-ipc's are kernels on a stream, which overlap).
+  // The executor's packs and unpacks run in line with the batch: on the rank's own thread (host
+  // staging, MPI transport), or as kernels on the op's stream ahead of the batch's NCCL group and after
+  // its wait (NCCL): a batch's packs before it is posted, its unpacks after its wait, adding to its time
+  // instead of overlapping its transfers (cuda-ipc's box copies are the transfer itself).
   bool serial_packs = false;
   // The transport has no single copy (Open MPI's vader BTL with btl_vader_single_copy_mechanism none,
   // as on the device host: copy-in/copy-out through shared-memory fragments): each rank's thread copies
