@@ -199,7 +199,9 @@ fi
                                   results/gpu/recheck5_h100/ipc results/gpu/recheck5_h100/bench results/gpu/recheck5_h100/a16_rank
                                   results/gpu/recheck5_h100/cpu/run1 results/gpu/recheck5_h100/cpu/run2
                                   results/gpu/nccl results/gpu/x2/nccl results/gpu/x2/nccl_iters10
-                                  results/gpu/x2/nccl_batch4g results/gpu/x2/ipc)
+                                  results/gpu/x2/nccl_batch4g results/gpu/x2/ipc
+                                  results/gpu/recheck6_h100/ipc results/gpu/recheck6_h100/bench
+                                  results/gpu/recheck6_h100/bench2 results/gpu/recheck6_h100/cpu/run1)
 exec python3 - "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}" <<'PY'
 import glob, json, math, os, re, shlex, statistics, subprocess, sys
 from collections import Counter
