@@ -411,12 +411,12 @@ for f, name, rec in records:
     plan = plan_path(f, rec)
     if plan is None:
         print("%-32s skipped: plan %s not found (no file, no recipe)" % (name, rec["plan"]["fingerprint"]))
-        skipped.append("plan not found")
+        skipped.append((f, name, "plan not found"))
         continue
     sysname, why = (system, None) if system else preset(f, rec)
     if sysname is None:
         print("%-32s skipped: %s (%s)" % (name, why, rec.get("versions", {}).get("device", "")))
-        skipped.append(why)
+        skipped.append((f, name, why))
         continue
     a = rec["arguments"]
     mode = ipc_mode(rec) if a.get("transport") == "cuda-ipc" else None
@@ -439,7 +439,7 @@ for f, name, rec in records:
     if sim["plan"]["fingerprint"] != rec["plan"]["fingerprint"]:
         print("%-32s skipped: plan file %s has fingerprint %s, the run %s" % (name, plan,
               sim["plan"]["fingerprint"], rec["plan"]["fingerprint"]))
-        skipped.append("the rebuilt plan's fingerprint differs (the planner changed since)")
+        skipped.append((f, name, "the rebuilt plan's fingerprint differs (the planner changed since)"))
         continue
     predicted = {p["phase"]: p["time_ms"] for p in sim["phases"]}
     host_damon = damon(f)  # once per record: its set's log
@@ -487,7 +487,7 @@ if errors:
           (len(errors), 100 * sum(errors) / len(errors), 100 * max(errors), within, len(rows)))
     if skipped:  # records no row stands for: the headline covers the others only
         print("calibrate: %d records skipped: %s" % (len(skipped), "; ".join(
-            "%d %s" % (n, why) for why, n in sorted(Counter(skipped).items(), key=lambda kv: -kv[1]))))
+            "%d %s" % (n, why) for why, n in sorted(Counter(w for _, _, w in skipped).items(), key=lambda kv: -kv[1]))))
     for mode in ("pull", "push"):
         sel = [r for r in rows if r["ipc_mode"] == mode]
         if sel:
@@ -546,5 +546,6 @@ if with_ceiling:
         print("calibrate: ceiling: over %d rows measured in several launches, the log spread of a phase's time is "
               "%.3f, of its time / its launch's ceiling %.3f" % (len(dev_t), sd(dev_t), sd(dev_n)))
 if json_out:
-    json.dump({"format": "reshard-calibration", "version": 2, "rows": rows}, open(json_out, "w"), indent=1)
+    json.dump({"format": "reshard-calibration", "version": 2, "rows": rows,
+               "skipped": [{"record": f, "name": n, "why": w} for f, n, w in skipped]}, open(json_out, "w"), indent=1)
 PY
