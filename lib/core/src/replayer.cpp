@@ -35,6 +35,16 @@ void Replayer::run(const Filter& f) {
       for (size_t k = 0; k < parts.size(); ++k) {
         RankState& s = ranks_[parts[k].first];
         const double pack = static_cast<double>(costs[k].pack_bytes) / (m_.copy_gbps * 1e9);
+        if (m_.stream_ordered_packs) {
+          // A kernel on the op's stream: behind the batches flushed there before, and its own earlier
+          // packs; the op moves once it is done.
+          if (pack <= 0) continue;
+          const size_t st = static_cast<size_t>(parts[k].second->stream % 32);
+          double& done = s.stream_pack_done[st];
+          done = std::max({done, s.stream_through[st], s.start}) + pack;
+          ready = std::max(ready, done);
+          continue;
+        }
         // Without single copy the rank's transfers move only inside MPI, not while it packs.
         if (sender_copies_ && pack > 0)
           for (double& free : s.free) free = std::max(free, s.start) + pack;
@@ -253,6 +263,8 @@ void Replayer::flush(RankState& s, int lane) {
     alone = std::max(alone, static_cast<double>(o.last_posted[i] - o.first_posted[i]) / coster_.beta(i));
   const double waited_from = std::max({s.start, s.through, o.before_through});
   s.through = std::max(s.through, through);
+  for (size_t st = 0; st < s.stream_through.size(); ++st)
+    if (o.streams_used & (1u << st)) s.stream_through[st] = std::max(s.stream_through[st], through);
   s.wait_seconds += std::max(0.0, through - waited_from - alone);
   if (record_) {
     double first = s.start + wire;

@@ -17,6 +17,7 @@ namespace {
 SystemModel with_staged_copies(SystemModel m, double copy_gbps) {
   m.copy_gbps = copy_gbps;
   m.serial_packs = true;
+  m.stream_ordered_packs = true;  // the pack kernels queue on the op's stream behind its NCCL groups
   return m;
 }
 
