@@ -389,8 +389,9 @@ def preset(f, rec):
     if transport == "mpi":
         return "cpu-mpi-local", None
     device = rec.get("versions", {}).get("device", "")
-    shape = re.search(r"device \d+ of (\d+), [^,]*, (\d+) ranks", device)
-    gpus, ranks = (int(shape.group(1)), int(shape.group(2))) if shape else (None, None)
+    # "NVIDIA H200 (device 0 of 2, 0000:00:06.0, 4 ranks on vm)": each part read on its own
+    of, on = re.search(r"device \d+ of (\d+),", device), re.search(r"(\d+) ranks", device)
+    gpus, ranks = int(of.group(1)) if of else None, int(on.group(1)) if on else 0
     if transport == "cuda-ipc" and gpus == 1:
         # every rank on the one device; under MPS their kernels run concurrently
         card = next((k for k in ONE_GPU_PRESETS if device.startswith(k)), None)

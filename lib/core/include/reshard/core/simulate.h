@@ -107,15 +107,14 @@ struct SystemModel {
   double per_launch_us = 0;        // per copy launch: each pack or unpack; per (batch, stream, peer) for
                                    // the transport's batched copies
   bool box_ops = false;            // transport copies strided boxes straight: no pack, no unpack
-  // The executor's packs and unpacks run in line with the batch: on the rank's own thread (host
-  // staging, MPI transport), or as kernels on the op's stream ahead of the batch's NCCL group and after
-  // its wait (NCCL): a batch's packs before it is posted, its unpacks after its wait, adding to its time
-  // instead of overlapping its transfers (cuda-ipc's box copies are the transfer itself).
+  // The executor's packs and unpacks run in line with the batch (MPI's host staging, NCCL): a batch's
+  // packs before it is posted, its unpacks after its wait, adding to its time instead of overlapping
+  // its transfers (cuda-ipc's box copies are the transfer itself).
   bool serial_packs = false;
-  // With serial_packs: the packs are kernels on the op's stream (NCCL), queued behind the stream's
-  // earlier batches, so a pack starts no earlier than the rank's batches flushed before it on that
-  // stream are through, and the op moves once its pack is done there; the rank's thread, which only
-  // launches them, goes on. Off: the rank's thread packs (MPI's host staging), between its posts.
+  // With serial_packs: the packs are kernels on the op's stream (NCCL), so a pack starts no earlier
+  // than the rank's batches flushed before it on that stream are through, and the op moves once its
+  // pack is done; the rank's thread, which only launches them, goes on. Off: the rank's thread packs
+  // (MPI), between its posts.
   bool stream_ordered_packs = false;
   // The transport has no single copy (Open MPI's vader BTL with btl_vader_single_copy_mechanism none,
   // as on the device host: copy-in/copy-out through shared-memory fragments): each rank's thread copies
