@@ -19,6 +19,7 @@ struct BatchFlags {
   std::string batch_bytes = size_text(BatchPolicy{}.batch_bytes),
               staging_bytes = size_text(BatchPolicy{}.staging_bytes);
   bool window_per_stream = false, window_per_rank = false;  // given: the one wins; neither: the policy's
+  bool side_stream_packs = false, op_stream_packs = false;   // likewise
 };
 
 inline void add_batch_flags(CLI::App& cmd, BatchFlags& f) {
@@ -35,6 +36,12 @@ inline void add_batch_flags(CLI::App& cmd, BatchFlags& f) {
   auto* stream = cmd.add_flag("--window-per-stream", f.window_per_stream,
                               "A window per stream (the default): a stage's batches wait only behind its own stream's");
   cmd.add_flag("--window-per-rank", f.window_per_rank, "One window for all of a rank's batches")->excludes(stream);
+  auto* side = cmd.add_flag("--side-stream-packs", f.side_stream_packs,
+                            "GPU: dequants and packs of sends on a stream of their own beside the op's (the "
+                            "default), overlapping the batches queued there");
+  cmd.add_flag("--op-stream-packs", f.op_stream_packs,
+               "GPU: dequants and packs of sends queued on the op's stream, behind its earlier batches")
+      ->excludes(side);
 }
 
 // The policy the flags give; every bad value goes to `problems`.
@@ -51,6 +58,8 @@ inline BatchPolicy resolve_batch_flags(const BatchFlags& f, Problems& problems) 
   size(f.staging_bytes, "--staging-bytes", p.staging_bytes);
   if (f.window_per_stream) p.per_stream_window = true;
   if (f.window_per_rank) p.per_stream_window = false;
+  if (f.side_stream_packs) p.side_stream_packs = true;
+  if (f.op_stream_packs) p.side_stream_packs = false;
   return p;
 }
 

@@ -27,7 +27,7 @@ struct SimulateArgs {
       per_copy_us, per_launch_us, switch_us, slice_us, fan_gbps, host_cores, algo, ipc_mode = "push";
   BatchFlags batch;
   std::string timeline;
-  bool json = false, force = false, sender_copies = false, latency_per_busy_rank = false, side_stream_packs = false;
+  bool json = false, force = false, sender_copies = false, latency_per_busy_rank = false;
 };
 
 // A finite non-negative decimal number, the whole text.
@@ -84,7 +84,6 @@ int run_simulate(const SimulateArgs& a) {
   real(a.slice_us, "--slice-us", m.slice_us);
   real(a.fan_gbps, "--fan-gbps", m.fan_gbps);
   if (a.sender_copies) m.sender_copies = true;
-  if (a.side_stream_packs) m.stream_ordered_packs = false;
   if (a.latency_per_busy_rank) m.latency_per_busy_rank = true;
   integer(a.host_cores, "--host-cores", m.host_cores, 0, INT64_MAX);
   if (a.algo == "golden") m.algo = Algo::Golden;
@@ -157,10 +156,6 @@ void add_simulate_command(CLI::App& app, Action& action) {
                 "The transport has no single copy (Open MPI shared memory with btl_vader_single_copy_mechanism "
                 "none: copy-in/copy-out): a rank's sends and receives share its link rate, and its transfers "
                 "stand still while it packs");
-  cmd->add_flag("--side-stream-packs", args->side_stream_packs,
-                "NCCL presets: packs on a stream of their own, overlapping the earlier batches' wire (what an "
-                "executor with a pack stream would do), instead of queued on the op's stream behind its NCCL "
-                "groups as the executor does");
   cmd->add_option("--fan-gbps", args->fan_gbps,
                   "MPI broadcasts (cpu-mpi-local) as libnbc runs them: a rank's sends of one broadcast at once "
                   "take the link's time for the first and bytes / this rate for each further one, and a binomial "

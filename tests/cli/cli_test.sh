@@ -288,12 +288,16 @@ unknown_names)  # a mistyped command or flag is named, with the closest known on
   contains err.txt "--host-cores 2 applies only without single copy (--sender-copies)"
   expect_rc 2 "$RESHARD" simulate plan.json --sender-copies --host-cores many
   contains err.txt "--host-cores"
-  # NCCL presets: packs queued on the op's stream, or on a side stream with --side-stream-packs.
+  # NCCL presets: pack kernels on a side stream (the executor's default), or on the op's stream.
   expect_rc 0 "$RESHARD" simulate plan.json --system h100-nvl8-ib400
-  contains out.txt "a pack queued on its op's stream behind the batches flushed there before (NCCL)"
-  expect_rc 0 "$RESHARD" simulate plan.json --system h100-nvl8-ib400 --side-stream-packs --json
-  python3 -c 'import json,sys; assert json.load(open("out.txt"))["system"]["stream_ordered_packs"] is False' ||
-    fail "simulate --side-stream-packs --json: stream_ordered_packs not false: $(head -c 300 out.txt)"
+  contains out.txt "a pack kernel on a side stream, beside the earlier batches' wire, behind the rank's earlier packs"
+  expect_rc 0 "$RESHARD" simulate plan.json --system h100-nvl8-ib400 --op-stream-packs
+  contains out.txt "a pack kernel queued on its op's stream behind the batches flushed there before (--op-stream-packs)"
+  expect_rc 0 "$RESHARD" simulate plan.json --system h100-nvl8-ib400 --op-stream-packs --json
+  python3 -c 'import json,sys; j=json.load(open("out.txt"))["system"]; assert j["kernel_packs"] is True and j["side_stream_packs"] is False' ||
+    fail "simulate --op-stream-packs --json: kernel_packs/side_stream_packs wrong: $(head -c 300 out.txt)"
+  expect_rc 2 "$RESHARD" simulate plan.json --side-stream-packs --op-stream-packs
+  contains err.txt "excludes"
   # The hand-off charged by each phase's working ranks: echoed in the header and the JSON's model.
   expect_rc 0 "$RESHARD" simulate plan.json --system cpu-mpi-local --latency-us 900 --latency-per-busy-rank
   contains out.txt "latency is the busy hand-off with every rank working: a phase pays it x its domain's working ranks"

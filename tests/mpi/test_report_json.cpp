@@ -45,5 +45,23 @@ TEST(ReportJson, NoModeNoField) {
   EXPECT_EQ(j["arguments"]["transport"], "mpi");
 }
 
+TEST(ReportJson, PackStreamIsRecordedAndDeviceRunsEchoIt) {
+  // scripts/calibrate.sh simulates a record's packs where its executor queued them; records without
+  // the field are from before side streams (op-stream packs).
+  const Plan plan = tiny_plan();
+  RunArgs a;
+  EXPECT_EQ(report_json(one_phase_report(plan), a, "nccl", "NCCL 2.28.3", "Open MPI", 2)["arguments"]["side_stream_packs"],
+            true);
+  RunReport device = one_phase_report(plan);
+  device.device = "NVIDIA H200";
+  EXPECT_NE(format_header(device, a, "nccl").find("#  packs: on a side stream per stream (--side-stream-packs)\n"),
+            std::string::npos);
+  EXPECT_EQ(format_header(one_phase_report(plan), a, "mpi").find("packs:"), std::string::npos);  // host: in line
+  a.exec.side_stream_packs = false;
+  EXPECT_EQ(report_json(one_phase_report(plan), a, "nccl", "NCCL 2.28.3", "Open MPI", 2)["arguments"]["side_stream_packs"],
+            false);
+  EXPECT_NE(format_header(device, a, "nccl").find("#  packs: on the op's stream (--op-stream-packs)\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace reshard

@@ -199,19 +199,24 @@ TEST(SimulateCopies, SerialPacksDelayEachSendByItsPack) {
   EXPECT_EQ(serial, simulate(same, m).phases.front().seconds);
 }
 
-TEST(SimulateCopies, StreamOrderedPacksWaitForTheStreamsEarlierBatches) {
+TEST(SimulateCopies, OpStreamPacksWaitForTheStreamsEarlierBatches) {
   // The plan of SerialPacksDelayEachSendByItsPack (16 sends of 512 B, each packed first; links and
   // copies at 1 B/ns), one op a batch, all on stream 0, window 16. Packed by the rank's thread (MPI),
   // pack k+1 runs while send k is on the wire: the last send ends at 16 x 512 + 512 = 8704 ns. As
-  // kernels on the send's stream (NCCL), pack k+1 queues behind batch k's group: pack, wire, pack,
-  // wire, ... 16 x (512 + 512) = 16384 ns.
+  // kernels on a side stream (NCCL, the executor's default), the packs run back to back beside the
+  // wire: pack k is done at (k + 1) x 512, send k follows at once, the last ends at 8704 ns too. As
+  // kernels on the send's stream (--op-stream-packs), pack k+1 queues behind batch k's group: pack,
+  // wire, pack, wire, ... 16 x (512 + 512) = 16384 ns.
   const Plan p = small_plan(8, 1, 1, 2, 2);
   SystemModel m = host_staging();
   m.serial_packs = true;
   m.batch.batch_ops = 1;
   m.batch.window = 16;
   EXPECT_NEAR(simulate(p, m).phases.front().seconds, 8704e-9, 1e-15);
-  m.stream_ordered_packs = true;
+  m.kernel_packs = true;
+  ASSERT_TRUE(m.batch.side_stream_packs);
+  EXPECT_NEAR(simulate(p, m).phases.front().seconds, 8704e-9, 1e-15);
+  m.batch.side_stream_packs = false;
   EXPECT_NEAR(simulate(p, m).phases.front().seconds, 16384e-9, 1e-15);
   m.batch.batch_ops = 64;  // one batch: its packs back to back on the stream, each op moving after its own
   EXPECT_NEAR(simulate(p, m).phases.front().seconds, 8704e-9, 1e-15);

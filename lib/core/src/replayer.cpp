@@ -35,14 +35,20 @@ void Replayer::run(const Filter& f) {
       for (size_t k = 0; k < parts.size(); ++k) {
         RankState& s = ranks_[parts[k].first];
         const double pack = static_cast<double>(costs[k].pack_bytes) / (m_.copy_gbps * 1e9);
-        if (m_.stream_ordered_packs) {
-          // A kernel on the op's stream: behind the batches flushed there before, and its own earlier
-          // packs; the op moves once it is done.
+        if (m_.kernel_packs) {
+          // A kernel, launched as the op is posted; the op moves once it is done. On a side stream
+          // (executor.cpp, run_ops): behind the rank's earlier packs only, which share its memory; on
+          // the op's stream: also behind the batches flushed there before.
           if (pack <= 0) continue;
-          const size_t st = static_cast<size_t>(parts[k].second->stream % 32);
-          double& done = s.stream_pack_done[st];
-          done = std::max({done, s.stream_through[st], s.start}) + pack;
-          ready = std::max(ready, done);
+          double* done = &s.side_pack_done;
+          double behind = s.start;
+          if (!m_.batch.side_stream_packs) {
+            const size_t st = static_cast<size_t>(parts[k].second->stream % 32);
+            done = &s.stream_pack_done[st];
+            behind = std::max(behind, s.stream_through[st]);
+          }
+          *done = std::max(*done, behind) + pack;
+          ready = std::max(ready, *done);
           continue;
         }
         // Without single copy the rank's transfers move only inside MPI, not while it packs.

@@ -86,9 +86,10 @@ struct RankState {
   int64_t run_batches = 0;
   // One device memory (box ops): when the rank's own transport copies are through.
   double copy_free = 0;
-  // Stream-ordered packs (SystemModel::stream_ordered_packs), per stream (streams above 32 share, as
+  // Kernel packs (SystemModel::kernel_packs) on the op's stream, per stream (streams above 32 share, as
   // OpenBatch::streams_used): when its flushed batches are through, and when its last pack is done.
   std::array<double, 32> stream_through{}, stream_pack_done{};
+  double side_pack_done = 0;  // kernel packs on side streams: when the rank's last pack is done
   // Its posted batches' transport passes not launched yet (Replayer::launch_pending).
   struct Unlaunched {
     int64_t batch = 0;

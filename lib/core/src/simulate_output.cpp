@@ -56,7 +56,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"per_launch_us", m.per_launch_us},
         {"box_ops", m.box_ops},
         {"serial_packs", m.serial_packs},
-        {"stream_ordered_packs", m.stream_ordered_packs},
+        {"kernel_packs", m.kernel_packs},
         {"sender_copies", m.sender_copies},
         {"ipc_mode", m.ipc_push ? "push" : "pull"},
         {"serial_issue", m.serial_issue},
@@ -73,6 +73,7 @@ nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r) {
         {"staging_bytes", m.batch.staging_bytes},
         {"window", m.batch.window},
         {"window_per_stream", m.batch.per_stream_window},
+        {"side_stream_packs", m.batch.side_stream_packs},
         {"algo", to_string(m.algo)}}},
       {"phases", phases},
       {"bulk_time_ms", r.bulk_seconds * 1e3},
@@ -132,11 +133,13 @@ std::string format_simulation(const Plan& plan, const SimResult& r) {
          m.box_ops ? (m.ipc_push ? ", box ops, cuda-ipc push" : ", box ops, cuda-ipc pull") : "",
          m.serial_issue ? ", serial issue" : "", to_string(m.algo));
   if (m.copy_gbps > 0 && m.serial_packs && !m.box_ops)
-    line(m.stream_ordered_packs
-             ? "#  packs and unpacks in line with their batch; a pack queued on its op's stream behind the batches "
-               "flushed there before (NCCL)\n"
-             : "#  packs and unpacks in line with their batch; a pack just before its op is posted, beside the "
-               "earlier batches' wire\n");
+    line(!m.kernel_packs ? "#  packs and unpacks in line with their batch; a pack just before its op is posted, beside "
+                           "the earlier batches' wire\n"
+         : m.batch.side_stream_packs
+             ? "#  packs and unpacks in line with their batch; a pack kernel on a side stream, beside the earlier "
+               "batches' wire, behind the rank's earlier packs\n"
+             : "#  packs and unpacks in line with their batch; a pack kernel queued on its op's stream behind the "
+               "batches flushed there before (--op-stream-packs)\n");
   if (m.sender_copies)
     line("#  no single copy: each rank's sends and receives share its link, and its transfers stand still while it "
          "packs\n");

@@ -116,6 +116,15 @@ class CudaMemory final : public Memory {
     RESHARD_CUDA_CHECK(cudaMemcpyAsync(host, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, s0()));
     RESHARD_CUDA_CHECK(cudaStreamSynchronize(s0()));
   }
+  void reserve_streams(int n) override { ctx_->ensure_streams(n); }
+  void join(int waiter, int producer) override {
+    if (waiter == producer) return;
+    // The wait takes the record as it stands, so the event goes back to the pool at once.
+    cudaEvent_t e = ctx_->take_event();
+    RESHARD_CUDA_CHECK(cudaEventRecord(e, ctx_->stream(producer)));
+    RESHARD_CUDA_CHECK(cudaStreamWaitEvent(ctx_->stream(waiter), e, 0));
+    ctx_->give_event(e);
+  }
   void sync(int stream) override {
     if (stream < 0) {
       ctx_->sync_all();

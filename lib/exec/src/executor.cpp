@@ -23,6 +23,8 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
   options_.validate(problems);
   problems.throw_if_any("invalid batch policy:");
   storages_ = rank_storages(plan, rank);
+  if (options_.side_stream_packs) memory_.reserve_streams(2 * options_.streams);
+  prep_queued_.assign(static_cast<size_t>(options_.streams), false);
   for (int a = 0; a < 2; ++a)
     ops_[a] = build_ops(plan, rank, storages_, options_.op_list(static_cast<Algo>(a), transport.max_message_bytes()));
   // Staging: what the busier algorithm would stage at once, capped by --staging-bytes (box ops need none).
@@ -126,6 +128,7 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
 
     const bool sends = op->kind == OpKind::Send || (op->kind == OpKind::Broadcast && op->root);
     if (sends && op->src_side) dequant_boxes(*op);
+    // A send's pack goes with its dequant, on the prep stream (joined before the op is issued).
     void* wire = nullptr;  // stays null for box ops
     if (box) {
       post_boxes(*op);
@@ -135,10 +138,12 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
       } else {
         wire = static_cast<uint8_t*>(staging_.get()) + staging_at;
       }
-      if (sends && staged > 0)
+      if (sends && staged > 0) {
         for (const Piece& p : op->pieces)
           memory_.copy_box(storage_base(*op, p), p.storage_shape, p.storage_offset, wire, op->wire_extent,
-                           p.wire_offset, p.extent, op->elem_size, op->stream);
+                           p.wire_offset, p.extent, op->elem_size, prep_stream(op->stream));
+        prep_queued_[static_cast<size_t>(op->stream)] = true;
+      }
       switch (op->kind) {
         case OpKind::Send: transport_.send(op->stream, op->group, op->peer, wire, op->bytes()); break;
         case OpKind::Recv: transport_.recv(op->stream, op->group, op->peer, wire, op->bytes()); break;
@@ -173,11 +178,29 @@ void Executor::post_boxes(const Op& op) {
   }
 }
 
+// Side streams (BatchPolicy::side_stream_packs): stream s's sends are readied on stream streams + s,
+// so their dequants and packs overlap the batches queued on s before them. Stream s joins it before
+// the transport can issue an op that reads them: before s is flushed (NCCL issues its group there,
+// cuda-ipc pull synchronizes s before describing sources), and before any wait, since cuda-ipc's
+// progress issues posted copies of every stream there, push copies included (cuda_ipc_transport.cpp).
+int Executor::prep_stream(int stream) const { return options_.side_stream_packs ? options_.streams + stream : stream; }
+
+void Executor::join_prep(int stream) {
+  for (int s = stream < 0 ? 0 : stream; s < (stream < 0 ? options_.streams : stream + 1); ++s)
+    if (prep_queued_[static_cast<size_t>(s)]) {
+      if (options_.side_stream_packs) memory_.join(s, prep_stream(s));
+      prep_queued_[static_cast<size_t>(s)] = false;
+    }
+}
+
 void Executor::close_open(int lane) {
   Batch& open = open_.at(static_cast<size_t>(lane));
   if (open.ops.empty()) return;
   for (int s = 0; s < options_.streams; ++s)
-    if (open.streams[s]) transport_.flush(s);
+    if (open.streams[s]) {
+      join_prep(s);
+      transport_.flush(s);
+    }
   posted_.push_back(std::move(open));
   open = Batch{};
   open.lane = lane;
@@ -194,6 +217,7 @@ void Executor::retire_oldest(int lane) {
   const auto at = std::find_if(posted_.begin(), posted_.end(), [&](const Batch& b) { return b.lane == lane; });
   if (at == posted_.end()) throw runtime_error("retiring a batch of lane " + std::to_string(lane) + ", none posted");
   Batch& batch = *at;
+  join_prep(-1);
   // Each stream's flushed batches after this one stay in flight.
   for (int s = 0; s < options_.streams; ++s) {
     if (!batch.streams[s]) continue;

@@ -10,7 +10,7 @@ namespace reshard {
 
 // Opens the landings of `op` that are closed, at their place in the layout of `algo`: when a landing
 // still open is in the way, the batches up to the one holding its last op end first and free it.
-// Block-FP8 sources are dequantized into theirs on the op's stream (before the op's copies and sends).
+// Block-FP8 sources are dequantized into theirs on the op's prep stream (before its packs and sends).
 void Executor::open_landings(const Op& op, Algo algo, BatchWindow& window) {
   const LandingLayout& layout = landing_layout_[static_cast<int>(algo)];
   for (int l : landings_of(op)) {
@@ -37,12 +37,13 @@ void Executor::open_landings(const Op& op, Algo algo, BatchWindow& window) {
     const StorageMember& m = storages_.src[land.storage].members[land.member];
     memory_.dequant_block_fp8(src_buf_[land.storage].get(), src_scale_buf_[land.storage].get(), m.box,
                               Box{Dims::zeros(m.box.extent.n), m.box.extent}, static_cast<uint8_t*>(landing_.get()) + at,
-                              op.stream);
+                              prep_stream(op.stream));
+    prep_queued_[static_cast<size_t>(op.stream)] = true;
   }
 }
 
 // A sending op through by-box landings: its boxes are dequantized into the landing first (on its
-// stream, before its copies and sends).
+// prep stream, before its packs and sends).
 void Executor::dequant_boxes(const Op& op) {
   for (const Piece& p : op.pieces) {
     if (p.landing < 0 || !storages_.landings[p.landing].by_box) continue;
@@ -50,7 +51,8 @@ void Executor::dequant_boxes(const Op& op) {
     const StorageMember& m = storages_.src[land.storage].members[land.member];
     memory_.dequant_block_fp8(src_buf_[land.storage].get(), src_scale_buf_[land.storage].get(), m.box,
                               Box{p.storage_offset, p.extent}, static_cast<uint8_t*>(landing_.get()) + landing_at_[p.landing],
-                              op.stream);
+                              prep_stream(op.stream));
+    prep_queued_[static_cast<size_t>(op.stream)] = true;
   }
 }
 

@@ -58,6 +58,12 @@ class Memory {
   virtual void upload(void* dst, const void* host, int64_t bytes) = 0;
   // Waits until everything queued on `stream` (all streams when -1) has finished.
   virtual void sync(int stream) = 0;
+  // Streams 0..n-1 exist (beside the transport's: the executor's side streams). Host memory: nothing.
+  virtual void reserve_streams(int n) { (void)n; }
+  // Work queued on `waiter` from now on starts after everything queued on `producer` so far (CUDA: an
+  // event recorded on one, waited for by the other; the host waits for neither). Host: nothing, its
+  // operations are done when they return.
+  virtual void join(int waiter, int producer) { (void)waiter, (void)producer; }
 
   int64_t current_bytes() const { return current_; }
   int64_t peak_bytes() const { return peak_; }

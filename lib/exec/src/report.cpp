@@ -221,6 +221,9 @@ std::string format_header(const RunReport& r, const RunArgs& a, const std::strin
        to_string(r.algo), a.iters, a.warmup, a.exec.streams, static_cast<long long>(a.exec.batch_ops),
        human_bytes(a.exec.batch_bytes).c_str(), a.exec.window, a.exec.per_stream_window ? " per stream" : " per rank",
        human_bytes(a.exec.staging_bytes).c_str(), a.check ? "on" : "off");
+  if (!r.device.empty())  // host memory packs in line
+    line("#  packs: %s\n", a.exec.side_stream_packs ? "on a side stream per stream (--side-stream-packs)"
+                                                    : "on the op's stream (--op-stream-packs)");
   if (a.warmup == 0)
     line("#  warmup 0: each row's first iteration pays first-use costs (page faults, cuda-ipc handle mapping)\n");
   const bool ceiling = r.rows.back().has_ceiling();
@@ -369,6 +372,7 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
            {"staging_bytes", a.exec.staging_bytes},
            {"window", a.exec.window},
            {"window_per_stream", a.exec.per_stream_window},
+           {"side_stream_packs", a.exec.side_stream_packs},
            {"timeout_s", a.timeout_s},
            {"check", a.check},
            {"ceiling", a.ceiling}}},

@@ -39,6 +39,11 @@ struct BatchPolicy {
   // A window per stream (batch_window.h): a stage's batches are waited for only behind its own stream's,
   // not behind another stage's. False: one window per rank (--window-per-rank), as before 2026-12-03.
   bool per_stream_window = true;
+  // Device memory: what readies a send (its block-FP8 dequant, its pack into staging) is queued on a
+  // stream of its own beside the op's stream, which waits for it before the transport issues the op:
+  // packs overlap the batches already queued on the op's stream. False (--op-stream-packs): they queue
+  // behind those batches, as before 2026-12-07. Host memory runs them in line either way.
+  bool side_stream_packs = true;
 
   // Every value out of bounds, named by its flag.
   void validate(Problems& problems) const;

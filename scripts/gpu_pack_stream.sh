@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Packs on a side stream (--side-stream-packs, the default since 2026-12-07) against packs on the op's
+# stream (--op-stream-packs) on the device machine, one call: build, ctest -L gpu (unless SKIP_CTEST=1),
+# then side by side on cuda-ipc without box ops (--ipc-boxes off: every strided send packs into staging,
+# as on NCCL), each `run --check --json` into $OUT/ipc/ for scripts/calibrate.sh, alternating
+# the two flags ROUNDS times (default 2) so drift hits both alike:
+#   Qwen3-4B DP2 -> TP2 (4 ranks) and PP2 x DP2 -> TP2 x DP2 (8 ranks), push and pull.
+# Ranks share the one GPU, so packs of different ranks take turns on it anyway; what a side stream
+# overlaps here is a rank's own packs with its earlier batches' copies.
+# Run from the repo root with $OUT set; writes $OUT/gpu_pack_stream.log, $OUT/ipc/, $OUT/plans/.
+# Env: BUILD, JOBS, SKIP_CTEST, CMAKE_FLAGS (gpu_common.sh), ROUNDS, ITERS (default 5).
+set -uo pipefail
+OUT=${OUT:?set OUT to the results folder}
+LOG=$OUT/gpu_pack_stream.log
+. "$(dirname "$0")/gpu_common.sh"
+gpu_build_and_test
+mkdir -p "$OUT/ipc"
+for c in "dp2_tp2 4 2 tp=1 2 tp=2" "pp2dp2_tp2dp2 8 4 tp=1,pp=2 4 tp=2"; do
+  read -r name np tg t gg g <<<"$c"
+  plan=$OUT/qwen3_4b_$name.json
+  "$R" plan --model plans/qwen3-4b.json --train-gpus "$tg" --train "$t" --gen-gpus "$gg" --gen "$g" -o "$plan" \
+    --force >>"$LOG" 2>&1 || { say "$name: plan failed"; continue; }
+  for mode in push pull; do
+    for round in $(seq 1 "${ROUNDS:-2}"); do
+      for packs in side op; do
+        rec=$OUT/ipc/qwen3_4b_${name}_${mode}_staged_${packs}_r$round.json
+        out=$(timeout 300 mpirun --oversubscribe -np "$np" "$R" run --plan "$plan" --transport cuda-ipc \
+          --ipc-mode "$mode" --ipc-boxes off --check --iters "${ITERS:-5}" --warmup 1 "--$packs-stream-packs" \
+          --json "$rec" --force 2>&1)
+        echo "$out" >>"$LOG"
+        say "$name $mode $packs r$round: $(echo "$out" | grep -E '^ +total ' | awk '{print $4 " ms"}') $(echo "$out" | grep -E '#wrong' | tail -1)"
+      done
+    done
+  done
+done
+keep_plans_by_fingerprint
