@@ -9,8 +9,9 @@
 #             holds). A row's name starts with the commit its run was made at (gpu_env.json's "git"
 #             beside the record), then the mode and "mps/"; the summary counts rows per record set
 #             (file) too.
-#   simulated with each record's own algo, streams, batch caps, staging and window (per stream or
-#             not), and cuda-ipc records in their own mode (--ipc-mode): the record's transport_mode,
+#   simulated with each record's own algo, streams, batch caps, staging, window (per stream or
+#             not) and packs' stream (side, else the op's: records before 2026-12-07), and cuda-ipc
+#             records in their own mode (--ipc-mode): the record's transport_mode,
 #             else versions.transport's suffix ", push" or ", pull" (records before b9e2768); with
 #             neither (made before push existed) pull.
 #   CPU MPI records: simulated with the host_<ranks>.json beside them, and its broadcast fan rate, or
@@ -435,6 +436,8 @@ for f, name, rec in records:
             "--batch-bytes", str(a.get("batch_bytes", 268435456)),
             "--staging-bytes", str(a.get("staging_bytes", 268435456)),
             "--window", str(a.get("window", 1))] + flags  # records before --window ran one batch at a time
+    # Where the executor queued its packs (GPU kernels; NCCL's presets model it): before 2026-12-07 on the op's stream
+    args.append("--side-stream-packs" if a.get("side_stream_packs") else "--op-stream-packs")
     args.append("--window-per-stream" if a.get("window_per_stream") else "--window-per-rank")  # before 2026-12-03: per rank
     sim = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
     if sim["plan"]["fingerprint"] != rec["plan"]["fingerprint"]:
