@@ -2,8 +2,9 @@
 # Packs on a side stream (--side-stream-packs, the default since 2026-12-07) against packs on the op's
 # stream (--op-stream-packs) on the device machine, one call: build, ctest -L gpu (unless SKIP_CTEST=1),
 # then side by side on cuda-ipc without box ops (--ipc-boxes off: every strided send packs into staging,
-# as on NCCL), each `run --check --json` into $OUT/ipc/ for scripts/calibrate.sh, alternating
-# the two flags ROUNDS times (default 2) so drift hits both alike:
+# as on NCCL), each `run --check --json` into $OUT/ipc/ (scripts/calibrate.sh models cuda-ipc with box
+# ops only, so these are not among its inputs), alternating the two flags ROUNDS times (default 2) so
+# drift hits both alike:
 #   Qwen3-4B DP2 -> TP2 (4 ranks) and PP2 x DP2 -> TP2 x DP2 (8 ranks), push and pull.
 # Ranks share the one GPU, so packs of different ranks take turns on it anyway; what a side stream
 # overlaps here is a rank's own packs with its earlier batches' copies.
