@@ -218,8 +218,27 @@ TEST(SimulateCopies, OpStreamPacksWaitForTheStreamsEarlierBatches) {
   EXPECT_NEAR(simulate(p, m).phases.front().seconds, 8704e-9, 1e-15);
   m.batch.side_stream_packs = false;
   EXPECT_NEAR(simulate(p, m).phases.front().seconds, 16384e-9, 1e-15);
-  m.batch.batch_ops = 64;  // one batch: its packs back to back on the stream, each op moving after its own
-  EXPECT_NEAR(simulate(p, m).phases.front().seconds, 8704e-9, 1e-15);
+}
+
+TEST(SimulateCopies, AKernelPackedBatchMovesOnceAllItsPacksAreDone) {
+  // The plan and costs of OpStreamPacksWaitForTheStreamsEarlierBatches, with kernel packs (NCCL): the
+  // batch's NCCL group is issued at its flush, behind all of its packs. One batch of 16: the packs take
+  // 16 x 512 = 8192 ns, then the sends 16 x 512 on the link: 16384 ns, on either stream. Batches of 8:
+  // batch 1 packs until 4096 and sends until 8192. On a side stream batch 2 packs meanwhile (4096 to
+  // 8192) and sends from 8192 to 12288; on the op's stream its packs queue behind batch 1's group
+  // (8192 to 12288) and it sends from 12288 to 16384.
+  const Plan p = small_plan(8, 1, 1, 2, 2);
+  SystemModel m = host_staging();
+  m.serial_packs = true;
+  m.kernel_packs = true;
+  m.batch.window = 16;
+  for (bool side : {true, false}) {
+    m.batch.side_stream_packs = side;
+    m.batch.batch_ops = 64;
+    EXPECT_NEAR(simulate(p, m).phases.front().seconds, 16384e-9, 1e-15) << side;
+    m.batch.batch_ops = 8;
+    EXPECT_NEAR(simulate(p, m).phases.front().seconds, side ? 12288e-9 : 16384e-9, 1e-15) << side;
+  }
 }
 
 TEST(SimulateCopies, WithoutSingleCopyTransfersStandStillWhileTheRankPacks) {

@@ -6,18 +6,70 @@
 
 namespace reshard::replay {
 
+void Replayer::find_later_packs(const Filter& f) {
+  const size_t world = ranks_.size();
+  std::vector<BatchWindow> windows(world, BatchWindow(m_.batch, m_.batch.staging_bytes));
+  std::vector<std::vector<int64_t>> open(world);  // per rank and lane: its open batch's number (-1: none)
+  std::vector<int64_t> opened(world, 0);
+  struct Packed {
+    size_t op;
+    int64_t batch;
+    double seconds;
+  };
+  std::vector<std::vector<Packed>> order(world);  // per rank, in posting order
+  for (size_t r = 0; r < world; ++r) open[r].assign(static_cast<size_t>(windows[r].lanes()), -1);
+  std::vector<std::pair<int, const Op*>> parts;
+  std::vector<std::pair<int, size_t>> index;
+  std::vector<OpCost> costs;
+  for (const auto& message : lists_.messages) {  // as run() walks them
+    parts.clear();
+    index.clear();
+    for (const auto& [r, i] : message) {
+      const Op& op = lists_.ops[r][i];
+      if (!selected(op, f)) break;
+      parts.emplace_back(r, &op);
+      index.emplace_back(r, i);
+    }
+    if (parts.size() != message.size() || parts.empty()) continue;
+    costs.assign(parts.size(), OpCost{});
+    coster_.cost(parts, costs);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const size_t r = static_cast<size_t>(parts[k].first);
+      const Op& op = *parts[k].second;
+      for (int lane : windows[r].add(op, staged(op)).close) open[r][static_cast<size_t>(lane)] = -1;
+      int64_t& batch = open[r][static_cast<size_t>(windows[r].lane(op))];
+      if (batch < 0) batch = opened[r]++;
+      order[r].push_back({index[k].second, batch, static_cast<double>(costs[k].pack_bytes) / (m_.copy_gbps * 1e9)});
+    }
+  }
+  later_packs_.assign(world, {});
+  for (size_t r = 0; r < world; ++r) {
+    later_packs_[r].assign(lists_.ops[r].size(), 0);
+    std::vector<double> after(static_cast<size_t>(opened[r]), 0);  // per batch: packs after the op
+    for (auto p = order[r].rbegin(); p != order[r].rend(); ++p) {
+      later_packs_[r][p->op] = after[static_cast<size_t>(p->batch)];
+      after[static_cast<size_t>(p->batch)] += p->seconds;
+    }
+  }
+}
+
 void Replayer::run(const Filter& f) {
   coster_.busy_share(lists_, f);
+  const bool kernel_packs = coster_.copies() && m_.serial_packs && m_.kernel_packs;
+  if (kernel_packs) find_later_packs(f);
   std::vector<std::pair<int, const Op*>> parts;
+  std::vector<std::pair<int, size_t>> index;  // (rank, its op's index in lists_.ops)
   std::vector<OpCost> costs;
   through_.assign(lists_.messages.size(), 0);
   for (size_t message_index = 0; message_index < lists_.messages.size(); ++message_index) {
     const auto& message = lists_.messages[message_index];
     parts.clear();
+    index.clear();
     for (const auto& [r, i] : message) {
       const Op& op = lists_.ops[r][i];
       if (!selected(op, f)) break;
       parts.emplace_back(r, &op);
+      index.emplace_back(r, i);
     }
     if (parts.size() != message.size() || parts.empty()) continue;
     costs.assign(parts.size(), OpCost{});
@@ -35,11 +87,11 @@ void Replayer::run(const Filter& f) {
       for (size_t k = 0; k < parts.size(); ++k) {
         RankState& s = ranks_[parts[k].first];
         const double pack = static_cast<double>(costs[k].pack_bytes) / (m_.copy_gbps * 1e9);
-        if (m_.kernel_packs) {
-          // A kernel, launched as the op is posted; the op moves once it is done. On a side stream
-          // (executor.cpp, run_ops): behind the rank's earlier packs only, which share its memory; on
-          // the op's stream: also behind the batches flushed there before.
-          if (pack <= 0) continue;
+        if (kernel_packs) {
+          // A kernel, launched as the op is posted. On a side stream (executor.cpp, run_ops): behind
+          // the rank's earlier packs only, which share its memory; on the op's stream: also behind the
+          // batches flushed there before. The batch's NCCL group, this op included, goes out once the
+          // batch's last pack is done: its later ops' packs follow back to back from no earlier than now.
           double* done = &s.side_pack_done;
           double behind = s.start;
           if (!m_.batch.side_stream_packs) {
@@ -47,8 +99,10 @@ void Replayer::run(const Filter& f) {
             done = &s.stream_pack_done[st];
             behind = std::max(behind, s.stream_through[st]);
           }
-          *done = std::max(*done, behind) + pack;
-          ready = std::max(ready, *done);
+          OpenBatch& o = s.open_of(*parts[k].second);
+          if (pack > 0) o.pack_done = *done = std::max(*done, behind) + pack;
+          const double later = later_packs_[static_cast<size_t>(parts[k].first)][index[k].second];
+          ready = std::max(ready, later > 0 ? std::max(*done, behind) + later : o.pack_done);
           continue;
         }
         // Without single copy the rank's transfers move only inside MPI, not while it packs.
@@ -312,6 +366,7 @@ void Replayer::flush(RankState& s, int lane) {
     s.batch_unpack[batch] = static_cast<double>(o.unpack_bytes) / (m_.copy_gbps * 1e9);
   }
   o.wait_until = 0;
+  o.pack_done = 0;
   // The copier launches, per stream, every copy whose descriptions are in at once, in one pass
   // (cuda_ipc_transport.cpp, CudaIpcTransport::progress: each progress pass takes the arrived
   // descriptions of all peers and launch_pass() sends the stream's queued copies as one kernel), but

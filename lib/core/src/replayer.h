@@ -49,6 +49,7 @@ struct OpenBatch {
   // posted at once by their peers arrive together; flush() turns them into the copier's launches.
   std::map<std::pair<int, double>, Pass> passes;
   double wait_until = 0;  // when the copies it waits for are done (one device memory, Replayer::copied())
+  double pack_done = 0;   // kernel packs: when its latest pack so far is done
   // For its wait (flush()): the rank's posted bytes per resource (RankState::posted) before its first op
   // and after its last, and when the rank's ops posted before its first were through.
   Bytes4 first_posted{}, last_posted{};
@@ -168,6 +169,12 @@ class Replayer {
 
   void post(int rank, const Op& op, OpCost& c, double ready, size_t message);
 
+  // Kernel packs (SystemModel::kernel_packs): per rank and op (lists_.ops), the pack seconds of the
+  // ops after it in its batch on that rank. NCCL issues a batch's group only at its flush, behind
+  // every pack of the batch, so no op of it moves before the batch's last pack is done. A first walk
+  // of the batch windows alone (their cuts depend on the ops, not on time) finds them.
+  void find_later_packs(const Filter& f);
+
   // What the batch window says before an op (or at the end): the lanes' batches it closes, then the
   // ones waited for.
   void apply(RankState& s, const BatchWindow::Step& step) {
@@ -226,6 +233,7 @@ class Replayer {
   std::vector<std::vector<std::pair<int, int64_t>>> slice_waiters_;
   std::vector<std::vector<double>> delay_;
   std::vector<double> through_;  // per message (OpLists::messages): through on the last of its ranks
+  std::vector<std::vector<double>> later_packs_;  // find_later_packs()
 };
 
 }  // namespace reshard::replay

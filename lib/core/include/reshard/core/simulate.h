@@ -111,11 +111,11 @@ struct SystemModel {
   // packs before it is posted, its unpacks after its wait, adding to its time instead of overlapping
   // its transfers (cuda-ipc's box copies are the transfer itself).
   bool serial_packs = false;
-  // With serial_packs: the packs are GPU kernels (NCCL): the op moves once its pack is done, and the
-  // rank's thread, which only launches them, goes on. Where they queue is the executor's
-  // (BatchPolicy::side_stream_packs): on a side stream a pack waits only for the rank's earlier packs
-  // (they share its memory); on the op's stream also for the batches flushed there before. Off: the
-  // rank's thread packs (MPI), between its posts.
+  // With serial_packs: the packs are GPU kernels (NCCL), which the rank's thread only launches, and a
+  // batch's ops move once all of its packs are done (the group is issued at the flush, behind them).
+  // Where they queue is the executor's (BatchPolicy::side_stream_packs): on a side stream a pack waits
+  // only for the rank's earlier packs (they share its memory); on the op's stream also for the batches
+  // flushed there before. Off: the rank's thread packs (MPI), between its posts.
   bool kernel_packs = false;
   // The transport has no single copy (Open MPI's vader BTL with btl_vader_single_copy_mechanism none,
   // as on the device host: copy-in/copy-out through shared-memory fragments): each rank's thread copies
