@@ -1,6 +1,6 @@
 // Where the executor queues a send's pack (BatchPolicy::side_stream_packs, label unit, no MPI): on
 // stream streams + s beside the op's stream s, which joins it before the transport can issue the op
-// (before s is flushed and before any wait); with --op-stream-packs on s itself, with no joins. A
+// (before any flush and before any wait); with --op-stream-packs on s itself, with no joins. A
 // recording Memory (host memory underneath) and a Transport that only records are enough: the order
 // of the calls is what the GPU relies on.
 #include <gtest/gtest.h>
@@ -107,7 +107,7 @@ std::vector<Call> run_rank0(const BatchPolicy& policy, int* reserved = nullptr) 
   return calls;
 }
 
-TEST(ExecutorPacks, SideStreamPacksAreJoinedBeforeTheirStreamIsFlushedOrAnyWait) {
+TEST(ExecutorPacks, SideStreamPacksAreJoinedBeforeAnyFlushOrWait) {
   BatchPolicy policy;
   policy.streams = 2;
   policy.batch_ops = 2;  // several batches a stream, so flushes and waits interleave with packs
@@ -133,8 +133,8 @@ TEST(ExecutorPacks, SideStreamPacksAreJoinedBeforeTheirStreamIsFlushedOrAnyWait)
         pending[c.stream] = false;
         ++joins;
         break;
-      case Call::Flush:
-        EXPECT_FALSE(pending[c.stream]) << "call " << i << ": stream " << c.stream << " flushed before its packs joined";
+      case Call::Flush:  // NCCL's flush issues every stream's queued ops, so every stream has joined
+        EXPECT_FALSE(pending[0] || pending[1]) << "call " << i << ": a flush with packs not joined";
         ++flushes;
         break;
       case Call::Wait:

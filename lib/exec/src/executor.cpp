@@ -179,14 +179,15 @@ void Executor::post_boxes(const Op& op) {
 }
 
 // Side streams (BatchPolicy::side_stream_packs): stream s's sends are readied on stream streams + s,
-// so their dequants and packs overlap the batches queued on s before them. Stream s joins it before
-// the transport can issue an op that reads them: before s is flushed (NCCL issues its group there,
-// cuda-ipc pull synchronizes s before describing sources), and before any wait, since cuda-ipc's
-// progress issues posted copies of every stream there, push copies included (cuda_ipc_transport.cpp).
+// so their dequants and packs overlap the batches queued on s before them. Every stream joins its side
+// stream before the transport can issue an op that reads them: before any flush (NCCL's flush issues
+// the queued ops of every stream, other lanes' open batches included; cuda-ipc pull synchronizes the
+// flushed stream before describing sources), and before any wait, since cuda-ipc's progress issues
+// posted copies of every stream there, push copies included (cuda_ipc_transport.cpp).
 int Executor::prep_stream(int stream) const { return options_.side_stream_packs ? options_.streams + stream : stream; }
 
-void Executor::join_prep(int stream) {
-  for (int s = stream < 0 ? 0 : stream; s < (stream < 0 ? options_.streams : stream + 1); ++s)
+void Executor::join_prep() {
+  for (int s = 0; s < options_.streams; ++s)
     if (prep_queued_[static_cast<size_t>(s)]) {
       if (options_.side_stream_packs) memory_.join(s, prep_stream(s));
       prep_queued_[static_cast<size_t>(s)] = false;
@@ -196,11 +197,9 @@ void Executor::join_prep(int stream) {
 void Executor::close_open(int lane) {
   Batch& open = open_.at(static_cast<size_t>(lane));
   if (open.ops.empty()) return;
+  join_prep();
   for (int s = 0; s < options_.streams; ++s)
-    if (open.streams[s]) {
-      join_prep(s);
-      transport_.flush(s);
-    }
+    if (open.streams[s]) transport_.flush(s);
   posted_.push_back(std::move(open));
   open = Batch{};
   open.lane = lane;
@@ -217,7 +216,7 @@ void Executor::retire_oldest(int lane) {
   const auto at = std::find_if(posted_.begin(), posted_.end(), [&](const Batch& b) { return b.lane == lane; });
   if (at == posted_.end()) throw runtime_error("retiring a batch of lane " + std::to_string(lane) + ", none posted");
   Batch& batch = *at;
-  join_prep(-1);
+  join_prep();
   // Each stream's flushed batches after this one stay in flight.
   for (int s = 0; s < options_.streams; ++s) {
     if (!batch.streams[s]) continue;

@@ -79,7 +79,7 @@ class Executor {
   void close_landing(int landing, int stream);
   void dequant_boxes(const Op& op);
   int prep_stream(int stream) const;  // where stream's sends are dequantized and packed
-  void join_prep(int stream);         // stream (-1: each) waits for what its prep stream was given
+  void join_prep();                   // each stream waits for what its prep stream was given
   int64_t count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong);
   void* storage_ptr(const Op& op, const Piece& p) const;
 
