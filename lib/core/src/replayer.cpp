@@ -6,6 +6,21 @@
 
 namespace reshard::replay {
 
+bool Replayer::gather(const std::vector<std::pair<int, uint32_t>>& message, const Filter& f, Message& m) const {
+  m.parts.clear();
+  m.index.clear();
+  for (const auto& [r, i] : message) {
+    const Op& op = lists_.ops[r][i];
+    if (!selected(op, f)) return false;
+    m.parts.emplace_back(r, &op);
+    m.index.emplace_back(r, i);
+  }
+  if (m.parts.empty()) return false;
+  m.costs.assign(m.parts.size(), OpCost{});
+  coster_.cost(m.parts, m.costs);
+  return true;
+}
+
 void Replayer::find_later_packs(const Filter& f) {
   const size_t world = ranks_.size();
   std::vector<BatchWindow> windows(world, BatchWindow(m_.batch, m_.batch.staging_bytes));
@@ -18,21 +33,10 @@ void Replayer::find_later_packs(const Filter& f) {
   };
   std::vector<std::vector<Packed>> order(world);  // per rank, in posting order
   for (size_t r = 0; r < world; ++r) open[r].assign(static_cast<size_t>(windows[r].lanes()), -1);
-  std::vector<std::pair<int, const Op*>> parts;
-  std::vector<std::pair<int, size_t>> index;
-  std::vector<OpCost> costs;
+  Message m;
+  auto& [parts, index, costs] = m;
   for (const auto& message : lists_.messages) {  // as run() walks them
-    parts.clear();
-    index.clear();
-    for (const auto& [r, i] : message) {
-      const Op& op = lists_.ops[r][i];
-      if (!selected(op, f)) break;
-      parts.emplace_back(r, &op);
-      index.emplace_back(r, i);
-    }
-    if (parts.size() != message.size() || parts.empty()) continue;
-    costs.assign(parts.size(), OpCost{});
-    coster_.cost(parts, costs);
+    if (!gather(message, f, m)) continue;
     for (size_t k = 0; k < parts.size(); ++k) {
       const size_t r = static_cast<size_t>(parts[k].first);
       const Op& op = *parts[k].second;
@@ -57,23 +61,12 @@ void Replayer::run(const Filter& f) {
   coster_.busy_share(lists_, f);
   const bool kernel_packs = coster_.copies() && m_.serial_packs && m_.kernel_packs;
   if (kernel_packs) find_later_packs(f);
-  std::vector<std::pair<int, const Op*>> parts;
-  std::vector<std::pair<int, size_t>> index;  // (rank, its op's index in lists_.ops)
-  std::vector<OpCost> costs;
+  Message m;
+  auto& [parts, index, costs] = m;
   through_.assign(lists_.messages.size(), 0);
   for (size_t message_index = 0; message_index < lists_.messages.size(); ++message_index) {
     const auto& message = lists_.messages[message_index];
-    parts.clear();
-    index.clear();
-    for (const auto& [r, i] : message) {
-      const Op& op = lists_.ops[r][i];
-      if (!selected(op, f)) break;
-      parts.emplace_back(r, &op);
-      index.emplace_back(r, i);
-    }
-    if (parts.size() != message.size() || parts.empty()) continue;
-    costs.assign(parts.size(), OpCost{});
-    coster_.cost(parts, costs);
+    if (!gather(message, f, m)) continue;
     // Every rank closes its batch first where the policy says so; the op moves once all have posted it.
     double ready = 0;
     for (const auto& [r, op] : parts) {

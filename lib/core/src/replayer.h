@@ -169,6 +169,15 @@ class Replayer {
 
   void post(int rank, const Op& op, OpCost& c, double ready, size_t message);
 
+  // One message's parts (rank, op), their places in lists_.ops and their costs.
+  struct Message {
+    std::vector<std::pair<int, const Op*>> parts;
+    std::vector<std::pair<int, size_t>> index;
+    std::vector<OpCost> costs;
+  };
+  // Fills `m` when the filter selects every part of the message (else the walk skips it).
+  bool gather(const std::vector<std::pair<int, uint32_t>>& message, const Filter& f, Message& m) const;
+
   // Kernel packs (SystemModel::kernel_packs): per rank and op (lists_.ops), the pack seconds of the
   // ops after it in its batch on that rank. NCCL issues a batch's group only at its flush, behind
   // every pack of the batch, so no op of it moves before the batch's last pack is done. A first walk
