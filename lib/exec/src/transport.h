@@ -64,7 +64,9 @@ class Transport {
   // Starts the ops posted on `stream` since the last flush, as one batch (NCCL: group end). The
   // caller's part: a buffer posted for receiving is idle by the flush (no work the caller queued on
   // any stream still reads or writes it); a buffer posted for sending may still be written by work
-  // queued earlier on `stream` (packs), and the transport orders its reads after that work.
+  // queued earlier on `stream` (packs, or a side stream's packs joined onto it: every stream's, since
+  // a flush may issue other streams' queued ops too), and the transport orders its reads after that
+  // work. Waits likewise: no op it may issue reads work not yet ordered before it.
   virtual void flush(int stream) = 0;
   // Blocks until every op of the batches flushed on `stream` but the newest `keep` has completed;
   // keep 0: every op posted on it (none may be posted after its last flush).
