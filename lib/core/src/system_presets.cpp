@@ -10,10 +10,11 @@ namespace {
 // NCCL's staged ops: a sender packs each strided box into staging with a kernel (on a side stream, or
 // with --op-stream-packs on the op's stream) before the batch's NCCL group is flushed onto the op's
 // stream, and a receiver unpacks staging after it waited for the batch, then syncs the device
-// (lib/exec/src/executor.cpp: run_ops, retire_oldest). So an op's pack delays it and unpacks add to
-// their batch instead of overlapping its wire: serial_packs at the GPU's device copy rate. Two H200s (results/gpu/x2/nccl*, Qwen3-4B 1 -> 1, deb954c): misc, packed into
-// buckets and unpacked, read 10.1-10.3 ms where NVLink alone gives 7.2-7.3 (-29 %); with both copies
-// at 1911 GB/s, 8.5-9.2 (-10...-17 %); bulk, whole tensors without staging, unchanged (-1...-8 %).
+// (lib/exec/src/executor.cpp: run_ops, retire_oldest). So a batch waits for its packs and unpacks
+// instead of overlapping them with its wire: serial_packs and kernel_packs at the GPU's device copy
+// rate. Two H200s (results/gpu/x2/nccl*, Qwen3-4B 1 -> 1, deb954c): misc, packed into buckets and
+// unpacked, read 10.1-10.3 ms where NVLink alone gives 7.2-7.3 (-29 %); with both copies at 1911 GB/s,
+// 8.5-9.2 (-10...-17 %); bulk, whole tensors without staging, unchanged (-1...-8 %).
 SystemModel with_staged_copies(SystemModel m, double copy_gbps) {
   m.copy_gbps = copy_gbps;
   m.serial_packs = true;
