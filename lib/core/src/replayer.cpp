@@ -23,16 +23,13 @@ bool Replayer::gather(const std::vector<std::pair<int, uint32_t>>& message, cons
 
 void Replayer::find_later_packs(const Filter& f) {
   const size_t world = ranks_.size();
-  std::vector<BatchWindow> windows(world, BatchWindow(m_.batch, m_.batch.staging_bytes));
-  std::vector<std::vector<int64_t>> open(world);  // per rank and lane: its open batch's number (-1: none)
-  std::vector<int64_t> opened(world, 0);
+  std::vector<RankState> cut(world, RankState(m_.batch));  // only their windows and batch numbers are used
   struct Packed {
     size_t op;
     int64_t batch;
     double seconds;
   };
   std::vector<std::vector<Packed>> order(world);  // per rank, in posting order
-  for (size_t r = 0; r < world; ++r) open[r].assign(static_cast<size_t>(windows[r].lanes()), -1);
   Message m;
   auto& [parts, index, costs] = m;
   for (const auto& message : lists_.messages) {  // as run() walks them
@@ -40,16 +37,17 @@ void Replayer::find_later_packs(const Filter& f) {
     for (size_t k = 0; k < parts.size(); ++k) {
       const size_t r = static_cast<size_t>(parts[k].first);
       const Op& op = *parts[k].second;
-      for (int lane : windows[r].add(op, staged(op)).close) open[r][static_cast<size_t>(lane)] = -1;
-      int64_t& batch = open[r][static_cast<size_t>(windows[r].lane(op))];
-      if (batch < 0) batch = opened[r]++;
-      order[r].push_back({index[k].second, batch, static_cast<double>(costs[k].pack_bytes) / (m_.copy_gbps * 1e9)});
+      for (int lane : cut[r].window.add(op, staged(op)).close)
+        cut[r].open[static_cast<size_t>(lane)].ops = 0;  // as flush()
+      OpenBatch& o = cut[r].admit(op);
+      ++o.ops;  // as post()
+      order[r].push_back({index[k].second, o.id, static_cast<double>(costs[k].pack_bytes) / (m_.copy_gbps * 1e9)});
     }
   }
   later_packs_.assign(world, {});
   for (size_t r = 0; r < world; ++r) {
     later_packs_[r].assign(lists_.ops[r].size(), 0);
-    std::vector<double> after(static_cast<size_t>(opened[r]), 0);  // per batch: packs after the op
+    std::vector<double> after(static_cast<size_t>(cut[r].opened), 0);  // per batch: packs after the op
     for (auto p = order[r].rbegin(); p != order[r].rend(); ++p) {
       later_packs_[r][p->op] = after[static_cast<size_t>(p->batch)];
       after[static_cast<size_t>(p->batch)] += p->seconds;
@@ -72,8 +70,7 @@ void Replayer::run(const Filter& f) {
     for (const auto& [r, op] : parts) {
       RankState& s = ranks_[r];
       apply(s, s.window.add(*op, staged(*op)));
-      OpenBatch& o = s.open_of(*op);
-      if (o.ops == 0) o.id = s.opened++;
+      s.admit(*op);
       ready = std::max(ready, s.start);
     }
     if (coster_.copies() && m_.serial_packs)  // each sender packs its op before posting it (executor.cpp, run_ops)

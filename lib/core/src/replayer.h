@@ -102,6 +102,12 @@ struct RankState {
   Bytes4 total_res{};
   Bytes4 misc_res{};  // of total_res, misc buckets'
   OpenBatch& open_of(const Op& op) { return open[static_cast<size_t>(window.lane(op))]; }
+  // The op's open batch, numbered if the op is its first (after the window's step for the op).
+  OpenBatch& admit(const Op& op) {
+    OpenBatch& o = open_of(op);
+    if (o.ops == 0) o.id = opened++;
+    return o;
+  }
   bool in_flight() const {
     for (const auto& e : ends)
       if (!e.empty()) return true;
@@ -181,7 +187,8 @@ class Replayer {
   // Kernel packs (SystemModel::kernel_packs): per rank and op (lists_.ops), the pack seconds of the
   // ops after it in its batch on that rank. NCCL issues a batch's group only at its flush, behind
   // every pack of the batch, so no op of it moves before the batch's last pack is done. A first walk
-  // of the batch windows alone (their cuts depend on the ops, not on time) finds them.
+  // of the batch windows alone (their cuts depend on the ops, not on time), through the same
+  // RankState::window and admit() as run(), finds them.
   void find_later_packs(const Filter& f);
 
   // What the batch window says before an op (or at the end): the lanes' batches it closes, then the

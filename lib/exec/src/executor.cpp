@@ -142,7 +142,6 @@ void Executor::run_ops(const std::vector<const Op*>& ops, Algo algo) {
         for (const Piece& p : op->pieces)
           memory_.copy_box(storage_base(*op, p), p.storage_shape, p.storage_offset, wire, op->wire_extent,
                            p.wire_offset, p.extent, op->elem_size, prep_stream(op->stream));
-        prep_queued_[static_cast<size_t>(op->stream)] = true;
       }
       switch (op->kind) {
         case OpKind::Send: transport_.send(op->stream, op->group, op->peer, wire, op->bytes()); break;
@@ -184,12 +183,17 @@ void Executor::post_boxes(const Op& op) {
 // the queued ops of every stream, other lanes' open batches included; cuda-ipc pull synchronizes the
 // flushed stream before describing sources), and before any wait, since cuda-ipc's progress issues
 // posted copies of every stream there, push copies included (cuda_ipc_transport.cpp).
-int Executor::prep_stream(int stream) const { return options_.side_stream_packs ? options_.streams + stream : stream; }
+// With --op-stream-packs the work is in stream order already: nothing to join.
+int Executor::prep_stream(int stream) {
+  if (!options_.side_stream_packs) return stream;
+  prep_queued_[static_cast<size_t>(stream)] = true;
+  return options_.streams + stream;
+}
 
 void Executor::join_prep() {
   for (int s = 0; s < options_.streams; ++s)
     if (prep_queued_[static_cast<size_t>(s)]) {
-      if (options_.side_stream_packs) memory_.join(s, prep_stream(s));
+      memory_.join(s, options_.streams + s);
       prep_queued_[static_cast<size_t>(s)] = false;
     }
 }

@@ -78,8 +78,8 @@ class Executor {
   void open_landings(const Op& op, Algo algo, BatchWindow& window);
   void close_landing(int landing, int stream);
   void dequant_boxes(const Op& op);
-  int prep_stream(int stream) const;  // where stream's sends are dequantized and packed
-  void join_prep();                   // each stream waits for what its prep stream was given
+  int prep_stream(int stream);  // where stream's sends are dequantized and packed (noted for join_prep)
+  void join_prep();             // each stream waits for what its side stream was given
   int64_t count_wrong_mxfp8(size_t storage, std::vector<int64_t>& wrong);
   void* storage_ptr(const Op& op, const Piece& p) const;
 
@@ -104,7 +104,7 @@ class Executor {
   Block staging_;
   int64_t staging_size_ = 0;
   int64_t batches_ = 0;
-  std::vector<bool> prep_queued_;  // per stream: its prep stream was given work since it last joined
+  std::vector<bool> prep_queued_;  // per stream: its side stream was given work since it last joined
   std::vector<Batch> open_;    // per lane (batch_window.h): ops posted, not yet flushed
   std::vector<Batch> posted_;  // flushed, not yet waited for, oldest first (at most --window per lane)
   bool snapshot_taken_ = false;

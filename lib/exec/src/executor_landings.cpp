@@ -38,7 +38,6 @@ void Executor::open_landings(const Op& op, Algo algo, BatchWindow& window) {
     memory_.dequant_block_fp8(src_buf_[land.storage].get(), src_scale_buf_[land.storage].get(), m.box,
                               Box{Dims::zeros(m.box.extent.n), m.box.extent}, static_cast<uint8_t*>(landing_.get()) + at,
                               prep_stream(op.stream));
-    prep_queued_[static_cast<size_t>(op.stream)] = true;
   }
 }
 
@@ -52,7 +51,6 @@ void Executor::dequant_boxes(const Op& op) {
     memory_.dequant_block_fp8(src_buf_[land.storage].get(), src_scale_buf_[land.storage].get(), m.box,
                               Box{p.storage_offset, p.extent}, static_cast<uint8_t*>(landing_.get()) + landing_at_[p.landing],
                               prep_stream(op.stream));
-    prep_queued_[static_cast<size_t>(op.stream)] = true;
   }
 }
 
