@@ -324,13 +324,20 @@ TEST(SimulateCopies, PresetsAreValidAndCopyModelled) {
   EXPECT_FALSE(find_system_preset("h200-shared-1gpu").serial_packs);         // kernels on a stream
   // NCCL presets: staged packs and unpacks serial with their batch, at the card's device copy rate
   // (system_presets.cpp, with_staged_copies); no shared bound, no box ops.
-  for (const auto& [name, copy] : {std::pair{"h100-nvl8-ib400", 1356.2}, std::pair{"h200-nvl8-ib400", 1911.0},
-                                   std::pair{"gb200-nvl72", 1911.0 * 8 / 4.8}}) {
+  // Each pack and unpack launch costs the host what the same copy kernel's launch was fitted at on the
+  // card's one-GPU preset (GB200: the H100 host's, assumed).
+  struct Staged {
+    const char* name;
+    double copy, launch_us;
+  };
+  for (const auto& [name, copy, launch_us] : {Staged{"h100-nvl8-ib400", 1356.2, 3.28}, Staged{"h200-nvl8-ib400", 1911.0, 3.86},
+                                              Staged{"gb200-nvl72", 1911.0 * 8 / 4.8, 3.28}}) {
     const SystemModel m = find_system_preset(name);
     Problems problems;
     validate_system_model(m, problems);
     EXPECT_TRUE(problems.empty()) << name;
     EXPECT_DOUBLE_EQ(m.copy_gbps, copy) << name;
+    EXPECT_DOUBLE_EQ(m.per_launch_us, launch_us) << name;
     EXPECT_TRUE(m.serial_packs) << name;
     EXPECT_EQ(m.shared_copy_gbps, 0) << name;
     EXPECT_FALSE(m.box_ops) << name;
@@ -352,6 +359,10 @@ TEST(SimulateCopies, NcclStagedBucketPaysItsPackWireAndUnpackInTurn) {
   ASSERT_EQ(p.buckets[0].bytes, 32768);
   SystemModel m = find_system_preset("h200-nvl8-ib400");
   m.nvlink_latency_us = m.nic_latency_us = m.launch_us = m.per_op_us = 0;
+  // The preset's 3.86 us per launch: the root launches a pack per norm before its batch goes out, the
+  // member an unpack per norm, each rank's two launches host time of its batch: 7720 + 122.856 ns.
+  EXPECT_NEAR(simulate(p, m).misc_seconds, 7842.856e-9, 0.001e-9);
+  m.per_launch_us = 0;
   EXPECT_NEAR(simulate(p, m).misc_seconds, 122.856e-9, 0.001e-9);
   m.serial_packs = false;  // copies overlapping the wire, as before: the wire alone
   EXPECT_NEAR(simulate(p, m).misc_seconds, 88.562e-9, 0.001e-9);

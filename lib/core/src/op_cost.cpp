@@ -119,7 +119,7 @@ void OpCoster::charge(OpCost& op, bool sends, const Pieces& pieces, int64_t b, b
     }
     return;
   }
-  if (copier) {
+  if (copier && m_.wire_copies > 0) {  // a transport copy (and its launch) per receive; NCCL's: none
     const int64_t wire = static_cast<int64_t>(m_.wire_copies * static_cast<double>(b));
     op.copy_bytes += wire;
     op.pass_bytes += wire;

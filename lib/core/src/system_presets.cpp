@@ -13,10 +13,16 @@ namespace {
 // (lib/exec/src/executor.cpp: run_ops, retire_oldest). So a batch waits for its packs and unpacks
 // instead of overlapping them with its wire: serial_packs and kernel_packs at the GPU's device copy
 // rate. Two H200s (results/gpu/x2/nccl*, Qwen3-4B 1 -> 1, deb954c): misc, packed into buckets and
-// unpacked, read 10.1-10.3 ms where NVLink alone gives 7.2-7.3 (-29 %); with both copies at 1911 GB/s,
-// 8.5-9.2 (-10...-17 %); bulk, whole tensors without staging, unchanged (-1...-8 %).
-SystemModel with_staged_copies(SystemModel m, double copy_gbps) {
+// unpacked, read 9.75-10.31 ms where NVLink alone gives 7.2-7.3 (-29 %); with both copies at 1911 GB/s,
+// 8.5-9.2 (-10...-17 %); with each copy's launch too (below), 9.69-10.31 (-6...+1.5 %); bulk, whole
+// tensors without staging, unchanged (-1...-8 %).
+// Each pack and unpack is one copy kernel the rank's thread launches (Memory::copy_box), so each also
+// costs the host the per-launch time fitted for that same launch on the card's one-GPU preset; the
+// receive itself is NCCL's (nccl_transport.cpp: ncclRecv into the staging or storage pointer), no copy.
+SystemModel with_staged_copies(SystemModel m, double copy_gbps, double per_launch_us) {
   m.copy_gbps = copy_gbps;
+  m.per_launch_us = per_launch_us;
+  m.wire_copies = 0;  // NCCL's kernels move a receive into its buffer: no copy after it, no launch of ours
   m.serial_packs = true;
   m.kernel_packs = true;
   return m;
@@ -29,6 +35,12 @@ SystemModel with_staged_copies(SystemModel m, double copy_gbps) {
 constexpr double kH100CopyGbps = 1356.2;
 constexpr double kH200CopyGbps = 1911;
 constexpr double kB200CopyGbps = kH200CopyGbps * 8.0 / 4.8;
+
+// Host cost of one copy kernel launch (Memory::copy_box), fitted on each card's host from golden's
+// 8192 unpack launches of stress config 3 (h200_shared_1gpu, h100_shared_1gpu below). A GB200's Grace
+// host is not measured: the H100 host's value is an assumption there.
+constexpr double kH100LaunchUs = 3.28;
+constexpr double kH200LaunchUs = 3.86;
 
 SystemModel make(const char* name, int64_t gpus_per_node, double nvlink, double nic, double nvlink_lat,
                  double nic_lat, double launch, double per_op) {
@@ -102,7 +114,7 @@ SystemModel h200_shared_1gpu() {
   m.shared_copy_gbps = kH200CopyGbps;
   m.wire_copies = 1;
   m.per_copy_us = 0;
-  m.per_launch_us = 3.86;
+  m.per_launch_us = kH200LaunchUs;
   m.serial_issue = true;
   m.switch_us = 137.7;  // results/gpu/timeslice/gpu_timeslice.json: derived.off.switch_us_for_preset
   m.slice_us = 2090.7;  // results/gpu/timeslice/gpu_timeslice.json: derived.off.timeslice_us
@@ -129,7 +141,7 @@ SystemModel h100_shared_1gpu() {
   m.name = "h100-shared-1gpu";
   m.nvlink_gbps = m.nic_gbps = m.copy_gbps = m.shared_copy_gbps = kH100CopyGbps;
   m.per_op_us = 0.422;    // results/gpu/recheck_h100/bench{,2}/gpu_runs.json, config 3 (above)
-  m.per_launch_us = 3.28;
+  m.per_launch_us = kH100LaunchUs;
   m.switch_us = 136.0;  // results/gpu/timeslice_h100/gpu_timeslice.json: derived.off.switch_us_for_preset
   m.slice_us = 2090.4;  // results/gpu/timeslice_h100/gpu_timeslice.json: derived.off.timeslice_us
   return m;
@@ -157,14 +169,14 @@ SystemModel h200_shared_1gpu_mps() {
 const std::vector<SystemModel>& system_presets() {
   static const std::vector<SystemModel> presets = {
       // DGX/HGX H100: NVLink4 450 GB/s per direction peak, ~370 achieved; one 400 Gb/s CX-7 per GPU.
-      with_staged_copies(make("h100-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5), kH100CopyGbps),
+      with_staged_copies(make("h100-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5), kH100CopyGbps, kH100LaunchUs),
       // H200 SXM: same NVLink4 fabric and NICs as H100.
-      with_staged_copies(make("h200-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5), kH200CopyGbps),
+      with_staged_copies(make("h200-nvl8-ib400", 8, 370, 47, 3, 10, 5, 0.5), kH200CopyGbps, kH200LaunchUs),
       // GB200 NVL72: an NVLink5 domain of 72 GPUs (18 trays of 4), 900 GB/s per direction peak; CX-7
       // 400 Gb/s per GPU. A job's ranks fill 16 of a rack's 18 trays, 64 GPUs, so that power-of-two
       // groups never straddle racks (72-GPU domains would leave 512 ranks' last 8 alone in an eighth
       // rack); NCCL M2N's published GB200 runs use 64 per domain too.
-      with_staged_copies(make("gb200-nvl72", 64, 800, 47, 3, 10, 5, 0.5), kB200CopyGbps),
+      with_staged_copies(make("gb200-nvl72", 64, 800, 47, 3, 10, 5, 0.5), kB200CopyGbps, kH100LaunchUs),
       cpu_mpi_local(),
       h200_shared_1gpu(),
       h200_shared_1gpu_mps(),
