@@ -8,6 +8,10 @@ R=$BUILD/apps/reshard/reshard
 # shellcheck source=damon.sh
 . scripts/damon.sh  # the log's "# damon:" line: whether the host runs a kdamond (its CPU runs stall then)
 say() { echo "$@" | tee -a "$LOG"; }
+# The two Qwen3-4B plans the side-by-side recipes compare on, "NAME RANKS TRAIN_GPUS TRAIN GEN_GPUS GEN":
+# DP2 -> TP2 (4 ranks) and PP2 x DP2 -> TP2 x DP2 (8).
+# shellcheck disable=SC2034  # used by the recipes that source this file
+QWEN3_4B_PAIRS=("dp2_tp2 4 2 tp=1 2 tp=2" "pp2dp2_tp2dp2 8 4 tp=1,pp=2 4 tp=2")
 
 # Build (Release) and, unless SKIP_CTEST=1, `ctest -L gpu`; exits on a failed build.
 gpu_build_and_test() {

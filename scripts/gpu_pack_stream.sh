@@ -27,7 +27,7 @@ case $TRANSPORT in
 esac
 gpu_build_and_test
 mkdir -p "$OUT/$DIR"
-for c in "dp2_tp2 4 2 tp=1 2 tp=2" "pp2dp2_tp2dp2 8 4 tp=1,pp=2 4 tp=2"; do
+for c in "${QWEN3_4B_PAIRS[@]}"; do
   read -r name np tg t gg g <<<"$c"
   if [ "$TRANSPORT" = nccl ] && [ "$GPUS" -lt "$np" ]; then say "$name: skipped, $np ranks need $np GPUs, $GPUS visible"; continue; fi
   plan=$OUT/qwen3_4b_$name.json

@@ -18,7 +18,7 @@ mkdir -p "$OUT/ipc" "$OUT/cpu"
 declare -A WINDOW=([rank]="--window-per-rank --staging-bytes 256Mi" [stream]="--window-per-stream --staging-bytes 256Mi")
 CASES=${CASES:-ipc waits cpu}
 if [[ " $CASES " == *" ipc "* ]]; then
-  for c in "dp2_tp2 4 2 tp=1 2 tp=2" "pp2dp2_tp2dp2 8 4 tp=1,pp=2 4 tp=2"; do
+  for c in "${QWEN3_4B_PAIRS[@]}"; do
     read -r name np tg t gg g <<<"$c"
     for w in rank stream; do
       # shellcheck disable=SC2086
