@@ -5,6 +5,7 @@
 // of the calls is what the GPU relies on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -94,17 +95,82 @@ Plan tp1pp2_to_tp2() {
   return plan_reshard(load_model(std::string(RESHARD_TEST_DATA) + "/tiny-dense.json"), sys, o);
 }
 
-std::vector<Call> run_rank0(const BatchPolicy& policy, int* reserved = nullptr) {
-  static const Plan plan = tp1pp2_to_tp2();
+// Train TP2 x PP2 (ranks 0-3) to gen TP1 x DP2 (ranks 4, 5), two-phase: each gen replica receives
+// part of every param from both stages (streams 0 and 1) and broadcasts it to the other replica. The
+// column halves of a row-parallel weight are strided in a gen rank's whole tensor, so a gen rank packs
+// what it roots on both side streams.
+Plan tp2pp2_to_dp2_two_phase() {
+  SystemConfig sys;
+  sys.train.tp = 2;
+  sys.train.pp = 2;
+  sys.train.num_gpus = 4;
+  sys.gen.num_gpus = 2;
+  PlanOptions o;
+  o.bucket_bytes = 64 << 10;
+  o.fanout = FanoutMode::TwoPhase;
+  return plan_reshard(load_model(std::string(RESHARD_TEST_DATA) + "/tiny-dense.json"), sys, o);
+}
+
+std::vector<Call> run_rank(const Plan& plan, int rank, const BatchPolicy& policy, int* reserved = nullptr) {
   std::vector<Call> calls;
   RecordingMemory memory(calls);
   RecordingTransport transport(calls);
-  Executor ex(plan, 0, transport, memory, policy);
+  Executor ex(plan, rank, transport, memory, policy);
   ex.fill_sources();
   calls.clear();
   ex.run(Algo::Reshard);
   if (reserved != nullptr) *reserved = memory.reserved;
   return calls;
+}
+
+std::vector<Call> run_rank0(const BatchPolicy& policy, int* reserved = nullptr) {
+  static const Plan plan = tp1pp2_to_tp2();
+  return run_rank(plan, 0, policy, reserved);
+}
+
+// Replays `calls` of a rank with `streams` op streams: every join waits for a side stream with packs
+// pending, and no flush or wait finds any stream's packs not joined. Counts the copies per stream
+// (index: the stream; packs on side streams streams..2 streams - 1, unpacks on the op streams), joins,
+// flushes and waits.
+struct PackOrder {
+  std::vector<int> packs;
+  int joins = 0, flushes = 0, waits = 0;
+};
+PackOrder check_side_stream_order(const std::vector<Call>& calls, int streams) {
+  PackOrder o;
+  o.packs.assign(static_cast<size_t>(2 * streams), 0);
+  std::vector<bool> pending(static_cast<size_t>(streams), false);
+  auto any_pending = [&] { return std::find(pending.begin(), pending.end(), true) != pending.end(); };
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Call& c = calls[i];
+    switch (c.kind) {
+      case Call::Pack:  // a copy on an op stream is an unpack after its wait: nothing to join
+        EXPECT_TRUE(c.stream >= 0 && c.stream < 2 * streams) << "call " << i << ": a copy on stream " << c.stream;
+        if (c.stream < 0 || c.stream >= 2 * streams) break;
+        ++o.packs[static_cast<size_t>(c.stream)];
+        if (c.stream >= streams) pending[static_cast<size_t>(c.stream - streams)] = true;
+        break;
+      case Call::Join:
+        EXPECT_TRUE(c.stream >= 0 && c.stream < streams) << "call " << i;
+        EXPECT_EQ(c.other, c.stream + streams) << "call " << i << ": stream " << c.stream << " joins " << c.other;
+        if (c.stream < 0 || c.stream >= streams) break;
+        EXPECT_TRUE(pending[static_cast<size_t>(c.stream)]) << "call " << i << ": a join with nothing to wait for";
+        pending[static_cast<size_t>(c.stream)] = false;
+        ++o.joins;
+        break;
+      case Call::Flush:  // NCCL's flush issues every stream's queued ops, so every stream has joined
+        EXPECT_FALSE(any_pending()) << "call " << i << ": a flush of stream " << c.stream << " with packs not joined";
+        ++o.flushes;
+        break;
+      case Call::Wait:
+        EXPECT_FALSE(any_pending()) << "call " << i << ": a wait with packs not joined";
+        ++o.waits;
+        break;
+      case Call::Post: break;
+    }
+  }
+  EXPECT_FALSE(any_pending());
+  return o;
 }
 
 TEST(ExecutorPacks, SideStreamPacksAreJoinedBeforeAnyFlushOrWait) {
@@ -114,43 +180,37 @@ TEST(ExecutorPacks, SideStreamPacksAreJoinedBeforeAnyFlushOrWait) {
   policy.window = 2;
   ASSERT_TRUE(policy.side_stream_packs);  // the default
   int reserved = 0;
-  const std::vector<Call> calls = run_rank0(policy, &reserved);
+  const PackOrder o = check_side_stream_order(run_rank0(policy, &reserved), 2);
   EXPECT_EQ(reserved, 4);  // streams 0, 1 and their side streams 2, 3
-  bool pending[2] = {false, false};
-  int packs[4] = {0, 0, 0, 0}, joins = 0, flushes = 0, waits = 0;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const Call& c = calls[i];
-    switch (c.kind) {
-      case Call::Pack:
-        ASSERT_TRUE(c.stream == 2 || c.stream == 3) << "call " << i << ": a pack on stream " << c.stream;
-        ++packs[c.stream];
-        pending[c.stream - 2] = true;
-        break;
-      case Call::Join:
-        ASSERT_TRUE(c.stream == 0 || c.stream == 1) << "call " << i;
-        EXPECT_EQ(c.other, c.stream + 2) << "call " << i << ": stream " << c.stream << " joins " << c.other;
-        EXPECT_TRUE(pending[c.stream]) << "call " << i << ": a join with nothing to wait for";
-        pending[c.stream] = false;
-        ++joins;
-        break;
-      case Call::Flush:  // NCCL's flush issues every stream's queued ops, so every stream has joined
-        EXPECT_FALSE(pending[0] || pending[1]) << "call " << i << ": a flush with packs not joined";
-        ++flushes;
-        break;
-      case Call::Wait:
-        EXPECT_FALSE(pending[0] || pending[1]) << "call " << i << ": a wait with packs not joined";
-        ++waits;
-        break;
-      case Call::Post: break;
-    }
+  EXPECT_GT(o.packs[2], 0);  // rank 0 holds stage 0 only: every pack on side stream 2
+  EXPECT_EQ(o.packs[3], 0);
+  EXPECT_EQ(o.packs[0] + o.packs[1], 0);  // and it receives nothing to unpack
+  EXPECT_GT(o.flushes, 2);
+  EXPECT_GT(o.waits, 0);
+  EXPECT_GT(o.joins, 1);
+  EXPECT_LE(o.joins, o.flushes + o.waits);  // at most once per call that may issue the ops
+}
+
+// A rank that packs on two side streams, with a window per stream (the default): one lane's flush comes
+// while the other lane's open batch holds packs, and NCCL's flush issues that batch too. Joining only
+// the flushed stream would fail here; the every-stream join (join_prep) does not.
+TEST(ExecutorPacks, GenRankPackingOnTwoStreamsJoinsBothBeforeAnyFlush) {
+  static const Plan plan = tp2pp2_to_dp2_two_phase();
+  BatchPolicy policy;
+  policy.streams = 2;
+  policy.batch_ops = 2;
+  policy.window = 2;
+  ASSERT_TRUE(policy.per_stream_window);  // the default
+  for (int rank : {4, 5}) {
+    SCOPED_TRACE("gen rank " + std::to_string(rank));
+    const PackOrder o = check_side_stream_order(run_rank(plan, rank, policy), 2);
+    EXPECT_GT(o.packs[2], 0);  // fan-outs it roots of stage 0's params
+    EXPECT_GT(o.packs[3], 0);  // and of stage 1's
+    EXPECT_GT(o.packs[0], 0);  // the staged receives it unpacks, on both op streams
+    EXPECT_GT(o.packs[1], 0);
+    EXPECT_GT(o.flushes, 2);
+    EXPECT_GT(o.joins, 1);
   }
-  EXPECT_FALSE(pending[0] || pending[1]);
-  EXPECT_GT(packs[2], 0);  // rank 0 holds stage 0 only: every pack on side stream 2
-  EXPECT_EQ(packs[3], 0);
-  EXPECT_GT(flushes, 2);
-  EXPECT_GT(waits, 0);
-  EXPECT_GT(joins, 1);
-  EXPECT_LE(joins, flushes + waits);  // at most once per call that may issue the ops
 }
 
 TEST(ExecutorPacks, OpStreamPacksQueueOnTheOpsStreamWithoutJoins) {
