@@ -58,9 +58,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -n "${MEASURE_HOST:-}" ]; then
-  # Host copy microbenchmark (docs/performance.md, "cpu-mpi-local"): memcpy on one rank and on all at
-  # once, MPI point-to-point one pair, all pairs at once and the first half to the second (every sender
-  # to every receiver), MPI_Ibcast over rank 0 + the second half.
+  # The host microbenchmark; what it measures is in scripts/host_copy_bench.cpp.
   TMP=$(mktemp -d)
   trap 'rm -rf "$TMP"' EXIT
   mpicxx -O2 -std=c++17 -I scripts scripts/host_copy_bench.cpp -o "$TMP/host_copy_bench"

@@ -122,6 +122,18 @@ for k in ("memcpy_one_rank_gbps", "memcpy_all_ranks_aggregate_gbps", "p2p_one_pa
 assert h["root_sends_3_ms"] > h["root_sends_1_ms"]  # three whole messages take longer than one
 assert h["cores"] == int(sys.argv[2]), h["cores"]  # the host's nproc: simulate --host-cores
 PY
+    # Two ranks: one send only, so no root_sends_k beside root_sends_1 (once a duplicate key) and no fan rate.
+    bash scripts/calibrate.sh --measure-host 2 >"$T/h2.json" 2>"$T/err" || fail "measure-host 2 exited $?: $(cat "$T/err")"
+    python3 - "$T/h2.json" <<'PY' || fail "bad 2-rank host file: $(cat "$T/h2.json")"
+import json, sys
+def unique(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), f"duplicate keys: {keys}"
+    return dict(pairs)
+h = json.load(open(sys.argv[1]), object_pairs_hook=unique)
+assert h["ranks"] == 2 and h["root_sends_1_ms"] > 0 and h["fan_gbps"] == 0
+assert not any(k.startswith("root_sends_") and k != "root_sends_1_ms" for k in h), h
+PY
     ;;
   calibrate_handoff)  # with single copy a CPU record's batches cost the host's busy hand-off (the median of the
     # host file's and the rounds in the nearest handoff.json in the record's folder or above); without single
