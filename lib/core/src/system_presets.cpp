@@ -39,8 +39,8 @@ constexpr double kB200CopyGbps = kH200CopyGbps * 8.0 / 4.8;
 // Host cost of one copy kernel launch (Memory::copy_box), fitted on each card's host from golden's
 // 8192 unpack launches of stress config 3 (h200_shared_1gpu, h100_shared_1gpu below). A GB200's Grace
 // host is not measured: the H100 host's value is an assumption there. The fits hold for a rank alone
-// on its GPU (the NCCL presets): alone or time-sliced, an H100 host pays 3.2-4.8 us per launch
-// (bench/copy_box_launch.cpp, results/gpu/copy_box_launch_h100/).
+// on its GPU (the NCCL presets): time-slicing does not raise a launch's host cost; hosts differ, 3.2-4.8
+// us on one H100 machine, 4.0-5.9 on another (bench/copy_box_launch.cpp, results/gpu/copy_box_launch_h100/).
 constexpr double kH100LaunchUs = 3.28;
 constexpr double kH200LaunchUs = 3.86;
 
