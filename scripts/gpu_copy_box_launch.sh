@@ -11,15 +11,9 @@ BUILD=${BUILD:-build-gpu}
 PS=${PS:-"1 2 4 8"}
 LAUNCHES=${LAUNCHES:-256}
 REPS=${REPS:-9}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-LOG=$OUT/copy_box_launch.log
-mkdir -p "$OUT"
-: >"$LOG"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-say() { echo "$*" | tee -a "$LOG"; }
-say "# gpu_copy_box_launch.sh $(date -u +%FT%TZ) at $(git rev-parse --short HEAD 2>/dev/null)"
-nvidia-smi -L >>"$LOG" 2>&1
+# shellcheck source=gpu_probe.sh
+. "$(dirname "$0")/gpu_probe.sh"
+probe_recipe_start copy_box_launch
 BIN=$BUILD/bench/reshard_copy_box_launch
 if [ ! -x "$BIN" ]; then
   say "\$ cmake --build $BUILD --target reshard_copy_box_launch"

@@ -22,17 +22,9 @@ REPS=${REPS:-3}
 STREAMS=${STREAMS:-1}
 FILL=${FILL:-0}
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-LOG=$OUT/gpu_turns.log
-mkdir -p "$OUT"
-: >"$LOG"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-say() { echo "$*" | tee -a "$LOG"; }
-say "# gpu_turns.sh $(date -u +%FT%TZ) at $(git rev-parse --short HEAD 2>/dev/null)"
-nvidia-smi -L >>"$LOG" 2>&1
 # shellcheck source=gpu_probe.sh
 . "$ROOT/scripts/gpu_probe.sh"
+probe_recipe_start gpu_turns
 probe_binary gpu_turns
 n=0
 for p in $PS; do

@@ -81,33 +81,17 @@ class RecordingTransport final : public Transport {
   std::vector<Call>& calls_;
 };
 
-// Train rank 0 (TP1, PP2: stage 0, on stream 0 of 2) sends tiny-dense to gen TP2: each gen rank's
-// half of a row-parallel weight (o_proj, down_proj) is a column block, strided in the source, so
-// rank 0 packs it into staging first; misc buckets it roots are packed too.
-Plan tp1pp2_to_tp2() {
+// tiny-dense from train TP x PP to gen TP (each side's GPUs given), in 64 KiB misc buckets.
+Plan tiny_dense(int train_tp, int train_pp, int train_gpus, int gen_tp, int gen_gpus, FanoutMode fanout) {
   SystemConfig sys;
-  sys.train.pp = 2;
-  sys.train.num_gpus = 2;
-  sys.gen.tp = 2;
-  sys.gen.num_gpus = 2;
+  sys.train.tp = train_tp;
+  sys.train.pp = train_pp;
+  sys.train.num_gpus = train_gpus;
+  sys.gen.tp = gen_tp;
+  sys.gen.num_gpus = gen_gpus;
   PlanOptions o;
   o.bucket_bytes = 64 << 10;
-  return plan_reshard(load_model(std::string(RESHARD_TEST_DATA) + "/tiny-dense.json"), sys, o);
-}
-
-// Train TP2 x PP2 (ranks 0-3) to gen TP1 x DP2 (ranks 4, 5), two-phase: each gen replica receives
-// part of every param from both stages (streams 0 and 1) and broadcasts it to the other replica. The
-// column halves of a row-parallel weight are strided in a gen rank's whole tensor, so a gen rank packs
-// what it roots on both side streams.
-Plan tp2pp2_to_dp2_two_phase() {
-  SystemConfig sys;
-  sys.train.tp = 2;
-  sys.train.pp = 2;
-  sys.train.num_gpus = 4;
-  sys.gen.num_gpus = 2;
-  PlanOptions o;
-  o.bucket_bytes = 64 << 10;
-  o.fanout = FanoutMode::TwoPhase;
+  o.fanout = fanout;
   return plan_reshard(load_model(std::string(RESHARD_TEST_DATA) + "/tiny-dense.json"), sys, o);
 }
 
@@ -123,8 +107,11 @@ std::vector<Call> run_rank(const Plan& plan, int rank, const BatchPolicy& policy
   return calls;
 }
 
+// Train rank 0 (TP1, PP2: stage 0, on stream 0 of 2) sends tiny-dense to gen TP2: each gen rank's
+// half of a row-parallel weight (o_proj, down_proj) is a column block, strided in the source, so
+// rank 0 packs it into staging first; misc buckets it roots are packed too.
 std::vector<Call> run_rank0(const BatchPolicy& policy, int* reserved = nullptr) {
-  static const Plan plan = tp1pp2_to_tp2();
+  static const Plan plan = tiny_dense(1, 2, 2, 2, 2, FanoutMode::Auto);
   return run_rank(plan, 0, policy, reserved);
 }
 
@@ -194,8 +181,12 @@ TEST(ExecutorPacks, SideStreamPacksAreJoinedBeforeAnyFlushOrWait) {
 // A rank that packs on two side streams, with a window per stream (the default): one lane's flush comes
 // while the other lane's open batch holds packs, and NCCL's flush issues that batch too. Joining only
 // the flushed stream would fail here; the every-stream join (join_prep) does not.
+// Train TP2 x PP2 (ranks 0-3) to gen TP1 x DP2 (ranks 4, 5), two-phase: each gen replica receives
+// part of every param from both stages (streams 0 and 1) and broadcasts it to the other replica. The
+// column halves of a row-parallel weight are strided in a gen rank's whole tensor, so a gen rank packs
+// what it roots on both side streams.
 TEST(ExecutorPacks, GenRankPackingOnTwoStreamsJoinsBothBeforeAnyFlush) {
-  static const Plan plan = tp2pp2_to_dp2_two_phase();
+  static const Plan plan = tiny_dense(2, 2, 4, 1, 2, FanoutMode::TwoPhase);
   BatchPolicy policy;
   policy.streams = 2;
   policy.batch_ops = 2;
