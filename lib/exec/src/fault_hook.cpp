@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,7 @@ const char* mode_name(FaultSpec::Mode m) {
     case FaultSpec::Mode::Kill: return "kill";
     case FaultSpec::Mode::Hang: return "hang";
     case FaultSpec::Mode::Exit: return "exit";
+    case FaultSpec::Mode::Corrupt: return "corrupt";
   }
   return "?";
 }
@@ -59,19 +61,24 @@ std::optional<FaultSpec> fault_from_env() {
       if (value == "kill") spec.mode = FaultSpec::Mode::Kill;
       else if (value == "hang") spec.mode = FaultSpec::Mode::Hang;
       else if (value == "exit") spec.mode = FaultSpec::Mode::Exit;
-      else pr.add("mode must be kill, hang or exit (got '" + value + "')");
+      else if (value == "corrupt") spec.mode = FaultSpec::Mode::Corrupt;
+      else pr.add("mode must be kill, hang, exit or corrupt (got '" + value + "')");
     } else {
       pr.add("unknown field '" + item + "' (fields: rank, after_ops, mode)");
     }
   }
   if (!have_rank && pr.empty()) pr.add("rank=R is missing");
-  if (!have_mode && pr.empty()) pr.add("mode=kill|hang|exit is missing");
+  if (!have_mode && pr.empty()) pr.add("mode=kill|hang|exit|corrupt is missing");
   pr.throw_if_any("RESHARD_FAULT='" + text + "' (test hook) is invalid:");
   return spec;
 }
 
 FaultTransport::FaultTransport(std::unique_ptr<Transport> inner, const FaultSpec& spec, int rank)
-    : inner_(std::move(inner)), spec_(spec), rank_(rank) {}
+    : inner_(std::move(inner)), spec_(spec), rank_(rank) {
+  if (spec_.mode == FaultSpec::Mode::Corrupt && inner_->memory_kind() != MemoryKind::Host)
+    throw Error(ErrorCode::Config,
+                "RESHARD_FAULT mode=corrupt (test hook) needs a host-memory transport (mpi), not " + inner_->name());
+}
 
 void FaultTransport::before_op() {
   if (!armed_ || rank_ != spec_.rank) return;
@@ -82,6 +89,7 @@ void FaultTransport::before_op() {
                mode_name(spec_.mode), static_cast<long long>(spec_.after_ops), static_cast<int>(::getpid()));
   std::fflush(stderr);
   switch (spec_.mode) {
+    case FaultSpec::Mode::Corrupt: corrupting_ = true; return;
     case FaultSpec::Mode::Kill: std::raise(SIGKILL); break;
     case FaultSpec::Mode::Hang:
       std::raise(SIGSTOP);
@@ -91,9 +99,17 @@ void FaultTransport::before_op() {
   std::_Exit(9);  // SIGKILL is not deliverable late, but never carry on
 }
 
+const void* FaultTransport::send_buffer(const void* buf, int64_t bytes) {
+  if (!corrupting_) return buf;
+  const int64_t have = zeros_.empty() ? 0 : static_cast<int64_t>(zeros_.back().size());
+  if (have < bytes) zeros_.emplace_back(static_cast<size_t>(std::max(bytes, 2 * have)), uint8_t{0});
+  return zeros_.back().data();
+}
+
+// The sends of a corrupting rank read zeros: the receivers get wrong bytes and the run goes on.
 void FaultTransport::send(int stream, int group, int peer, const void* buf, int64_t bytes) {
   before_op();
-  inner_->send(stream, group, peer, buf, bytes);
+  inner_->send(stream, group, peer, send_buffer(buf, bytes), bytes);
 }
 void FaultTransport::recv(int stream, int group, int peer, void* buf, int64_t bytes) {
   before_op();

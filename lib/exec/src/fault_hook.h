@@ -5,7 +5,10 @@
 //   kill: raise(SIGKILL)   the process vanishes (OOM killer, node failure);
 //   hang: raise(SIGSTOP)   alive but silent (a stuck driver, a paused node); mpirun does not notice,
 //                          only --timeout can; if continued it sleeps until killed;
-//   exit: _Exit(7)         leaves without MPI_Finalize (a crash that exits).
+//   exit: _Exit(7)         leaves without MPI_Finalize (a crash that exits);
+//   corrupt:               from then on its sends carry zeros in place of their bytes, the run goes on
+//                          (a transport or buffer fault that delivers wrong data: what `run --check`
+//                          and `verify --execute` exist to catch). Host-memory transports only.
 // N beyond the ops the rank posts: the fault never fires. The hook wraps the transport, so it sees
 // exactly the ops the executor posts, whatever the transport.
 #pragma once
@@ -13,13 +16,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "transport.h"
 
 namespace reshard {
 
 struct FaultSpec {
-  enum class Mode { Kill, Hang, Exit };
+  enum class Mode { Kill, Hang, Exit, Corrupt };
   int rank = 0;
   int64_t after_ops = 0;
   Mode mode = Mode::Kill;
@@ -58,12 +62,17 @@ class FaultTransport final : public Transport {
 
  private:
   void before_op();  // fires the fault when this op would be number after_ops + 1
+  const void* send_buffer(const void* buf, int64_t bytes);  // buf, or zeros once corrupting
 
   std::unique_ptr<Transport> inner_;
   FaultSpec spec_;
   int rank_;
   bool armed_ = false;
+  bool corrupting_ = false;
   int64_t posted_ = 0;
+  // Zeros for corrupted sends; a larger one is added when needed, and the earlier ones kept, since
+  // sends still in flight read them (at most twice the largest message in all).
+  std::vector<std::vector<uint8_t>> zeros_;
 };
 
 }  // namespace reshard
