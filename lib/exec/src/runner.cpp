@@ -326,8 +326,8 @@ int run_main(const RunArgs& a) {
     // --warmup 0), so no phase row, each of which then runs alone, can look slower than the whole. Its
     // row prints last. --check runs the whole list once more, untimed, into poisoned destinations and
     // checks that run alone. Poisoning before every timed iteration put a gap before each (a memset per
-    // destination storage) that the phase rows did not have: on one H100, 4096 storages, the total
-    // read 1.2-1.8 ms over its one phase with it and -1.0…+0.1 ms without (results/gpu/poison_gap_h100/).
+    // destination storage) that the phase rows did not have: on two H100 machines, 4096 storages, the
+    // total read 1.2-1.8 ms over its one phase with it and -1.0..+0.1 ms without (results/gpu/poison_gap_h100/).
     Progress progress(rank0);
     const int steps = a.warmup + a.iters;
     for (int k = 0; k <= phases; ++k) {
