@@ -61,11 +61,6 @@ Case strided(int64_t rows, int64_t cols) {
 }
 Case contiguous(int64_t bytes) { return {"contiguous", bytes, {bytes / 2}, {0}, {bytes / 2}}; }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -107,7 +102,7 @@ int main(int argc, char** argv) {
       CUDA_CHECK(cudaStreamSynchronize(stream));
       drain.push_back(seconds_since(t0) * 1e6 / a.launches);
     }
-    mine.push_back({median(issue), median(drain)});
+    mine.push_back({probe_median(issue), probe_median(drain)});
   }
 
   std::vector<Result> all(rank == 0 ? mine.size() * static_cast<size_t>(size) : 0);

@@ -6,9 +6,11 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 [[noreturn]] inline void probe_die(const char* what, const char* detail, const char* file, int line) {
   int rank = -1;
@@ -61,4 +63,12 @@ void probe_flags(int argc, char** argv, std::string& problems, Take take) {
     }
     take(flag, std::string(argv[i + 1]));
   }
+}
+
+// The median of v (the mean of the middle two for an even count); 0 when empty.
+inline double probe_median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }

@@ -423,13 +423,6 @@ std::string dist_json(std::vector<double> v) {
   return buf;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The slice record over every repetition (rank 0).
 void print_slice_json(const Args& a, int size, const char* device, int runtime, int driver,
                       const std::vector<SliceRep>& reps, const std::vector<int64_t>& rank_gaps) {
@@ -454,7 +447,7 @@ void print_slice_json(const Args& a, int size, const char* device, int runtime, 
               " \"switches\": %lld,\n",
               read_ns, truncated ? "true" : "false", window, run,
               window > 0 ? std::to_string(run / window).c_str() : "null", static_cast<long long>(switches));
-  const double ms = median(running), mg = median(gaps);
+  const double ms = probe_median(running), mg = probe_median(gaps);
   std::printf(" \"switch_from_share_us\": %s, \"switch_from_round_us\": %s,\n",
               switches > 0 ? std::to_string((window - run) / static_cast<double>(switches)).c_str() : "null",
               !running.empty() && !gaps.empty() ? std::to_string((mg - (size - 1) * ms) / size).c_str() : "null");
@@ -465,7 +458,8 @@ void print_slice_json(const Args& a, int size, const char* device, int runtime, 
     std::printf("%s\n  {\"window_us\": %.3f, \"run_share\": %.4f, \"switches\": %lld, \"running_median_us\": %.3f,"
                 " \"running_count\": %zu, \"gap_median_us\": %.3f, \"gap_count\": %zu, \"spans_us\": [",
                 i ? "," : "", r.window_us, r.window_us > 0 ? r.run_us / r.window_us : 0.0,
-                static_cast<long long>(r.switches), median(r.running), r.running.size(), median(r.gaps), r.gaps.size());
+                static_cast<long long>(r.switches), probe_median(r.running), r.running.size(), probe_median(r.gaps),
+                r.gaps.size());
     for (size_t k = 0; k < r.spans.size(); ++k)
       std::printf("%s[%.1f, %.1f]", k ? ", " : "", r.spans[k].first, r.spans[k].second);
     std::printf("]}");
