@@ -6,8 +6,9 @@ import json, math, os, shlex, subprocess, sys
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from calibrate_inputs import (Plans, damon, host_file, host_flags, ipc_mode, load_records, machine_cores, preset,
-                              ranks_bound, run_commit)
+from calibrate_inputs import (Plans, damon, host_file, host_flags, load_records, machine_cores, preset, ranks_bound,
+                              run_commit)
+from gpu_report import ipc_mode  # a cuda-ipc record's mode, as the GPU reports read it
 
 FMT = "%-32s %-7s %-20s %-9s %11s %12s %8s %9s"
 WITHIN = 0.25  # the goal: a prediction within +-25 % of the measured time
