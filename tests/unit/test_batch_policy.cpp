@@ -2,6 +2,8 @@
 // for which of its batches (batch_window.h): sequences worked out by hand from the rules in its header.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "reshard/core/batch_policy.h"
 #include "reshard/core/batch_window.h"
 
@@ -68,6 +70,22 @@ TEST(BatchPolicy, OneSetOfBoundsAndTheMessageCap) {
   ASSERT_EQ(problems.list().size(), 4u);
   EXPECT_NE(problems.list()[0].find("--streams must be in 1..64"), std::string::npos);
   EXPECT_NE(problems.list()[2].find("--batch-bytes must be at least 4K"), std::string::npos);
+}
+
+// The keys `run --json` ("arguments") and `simulate --json` ("system") record, which
+// scripts/calibrate.py reads back into simulate's flags.
+TEST(BatchPolicy, TheKnobsAsOneJsonObject) {
+  BatchPolicy p;
+  p.streams = 3;
+  p.batch_ops = 4096;
+  p.batch_bytes = int64_t{4} << 30;
+  p.staging_bytes = int64_t{1} << 30;
+  p.window = 1;
+  p.per_stream_window = false;
+  p.side_stream_packs = false;
+  EXPECT_EQ(batch_policy_json(p).dump(),
+            R"({"streams":3,"batch_ops":4096,"batch_bytes":4294967296,"staging_bytes":1073741824,"window":1,)"
+            R"("window_per_stream":false,"side_stream_packs":false})");
 }
 
 TEST(BatchPolicy, BoxedAndStaged) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace reshard {
 
 void BatchPolicy::validate(Problems& problems) const {
@@ -14,6 +16,16 @@ void BatchPolicy::validate(Problems& problems) const {
     problems.add("--window must be in 1.." + std::to_string(kMaxWindow) + " (got " + std::to_string(window) + ")");
   if (staging_bytes < kMinBytes)
     problems.add("--staging-bytes must be at least 4K (got " + std::to_string(staging_bytes) + ")");
+}
+
+nlohmann::ordered_json batch_policy_json(const BatchPolicy& policy) {
+  return {{"streams", policy.streams},
+          {"batch_ops", policy.batch_ops},
+          {"batch_bytes", policy.batch_bytes},
+          {"staging_bytes", policy.staging_bytes},
+          {"window", policy.window},
+          {"window_per_stream", policy.per_stream_window},
+          {"side_stream_packs", policy.side_stream_packs}};
 }
 
 int64_t BatchPolicy::max_message_bytes(int64_t transport_limit) const {

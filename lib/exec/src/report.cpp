@@ -12,6 +12,7 @@
 #include <cstdio>
 
 #include "ceiling.h"
+#include "reshard/core/batch_policy.h"
 #include "reshard/core/plan_enums.h"
 #include "reshard/core/stats.h"
 
@@ -366,13 +367,6 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
            {"algo", to_string(r.algo)},
            {"iters", a.iters},
            {"warmup", a.warmup},
-           {"streams", a.exec.streams},
-           {"batch_ops", a.exec.batch_ops},
-           {"batch_bytes", a.exec.batch_bytes},
-           {"staging_bytes", a.exec.staging_bytes},
-           {"window", a.exec.window},
-           {"window_per_stream", a.exec.per_stream_window},
-           {"side_stream_packs", a.exec.side_stream_packs},
            {"timeout_s", a.timeout_s},
            {"check", a.check},
            {"ceiling", a.ceiling}}},
@@ -402,6 +396,8 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
          {"wrong", r.rows.back().wrong < 0 ? json(nullptr) : json(r.wrong_total)},
          {"first_bad_param", r.first_bad_param.empty() ? json(nullptr) : json(r.first_bad_param)},
          {"first_bad_rank", r.first_bad_rank}};
+  const nlohmann::ordered_json knobs = batch_policy_json(a.exec);  // as simulate --json has them
+  for (const auto& [key, value] : knobs.items()) j["arguments"][key] = value;
   if (!r.device.empty()) j["versions"]["device"] = r.device;
   if (!r.transport_mode.empty()) j["transport_mode"] = r.transport_mode;
   if (!r.transport_settings.empty()) j["transport_settings"] = r.transport_settings;

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "reshard/core/error.h"
 #include "reshard/core/ops.h"
 
@@ -53,6 +55,10 @@ struct BatchPolicy {
     return {algo, streams, max_message_bytes(transport_limit)};
   }
 };
+
+// The knobs as one JSON object, in the keys both `run --json` ("arguments") and `simulate --json`
+// ("system") record, so that a run's record replays under the same knobs (scripts/calibrate.py).
+nlohmann::ordered_json batch_policy_json(const BatchPolicy& policy);
 
 // Staging an op takes on this rank: none for box ops (the transport copies between storages) and for
 // ops whose wire buffer is one contiguous run of a storage; else its bytes, 64-byte aligned.
