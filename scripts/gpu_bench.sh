@@ -214,7 +214,7 @@ bench() {  # bench CONFIG RANKS PLAN ALGO [run flags...]
   case " ${CONFIGS:-1a 1b 2 3} " in *" ${config%% *} "*) ;; *) return 0 ;; esac
   local json=$WORK/runs/$config.$algo.json
   local cmd=("${MPIRUN[@]}" -np "$ranks" "$RESHARD" run --plan "$WORK/plans/$plan.json" --transport cuda-ipc
-    --algo "$algo" --check --iters "$ITERS" --warmup 1 --json "$json" --force $RUN_FLAGS "$@")
+    --algo "$algo" --check --iters "$ITERS" --warmup 5 --json "$json" --force $RUN_FLAGS "$@")
   run "${cmd[@]}"
   local rc=$?
   printf '%s\t%s\t%s\t%s\n' "$config" "$rc" "$json" "${cmd[*]}" >>"$WORK/runs/index.tsv"

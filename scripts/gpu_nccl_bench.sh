@@ -45,7 +45,7 @@ bench() {  # config, ranks, plan args...
   for algo in reshard golden; do
     local json=$WORK/run_$(echo "$config" | tr -c 'a-z0-9' '_')_$algo.json
     local cmd=(mpirun --allow-run-as-root --bind-to none -np "$ranks" "$RESHARD" run --plan "$plan"
-               --transport nccl --algo "$algo" --check --iters "$ITERS" --warmup 1 --json "$json" --force
+               --transport nccl --algo "$algo" --check --iters "$ITERS" --warmup 5 --json "$json" --force
                ${RUN_FLAGS[@]+"${RUN_FLAGS[@]}"})
     run "${cmd[@]}"
     printf '%s\t%s\t%s\n' "$config" "$json" "${cmd[*]}" >>"$WORK/index.tsv"

@@ -251,7 +251,7 @@ unknown_names)  # a mistyped command or flag is named, with the closest known on
   contains err.txt "run: unknown flag --iter (did you mean --iters?)"
   expect_rc 0 "$RESHARD" run --help
   contains out.txt "--iters INT:POSITIVE=5"
-  contains out.txt "--warmup INT:NONNEGATIVE=1"
+  contains out.txt "--warmup INT:NONNEGATIVE=5"
   contains out.txt "--timeout FLOAT=300"
   expect_rc 0 "$RESHARD" simulate --help
   contains out.txt "--batch-ops INT=64"
