@@ -23,7 +23,7 @@ bool Replayer::gather(const std::vector<std::pair<int, uint32_t>>& message, cons
 
 void Replayer::find_later_packs(const Filter& f) {
   const size_t world = ranks_.size();
-  std::vector<RankState> cut(world, RankState(m_.batch));  // only their windows and batch numbers are used
+  std::vector<BatchCut> cut(world, BatchCut(m_.batch));
   struct Packed {
     size_t op;
     int64_t batch;

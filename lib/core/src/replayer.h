@@ -56,17 +56,30 @@ struct OpenBatch {
   double before_through = 0;
 };
 
-struct RankState {
-  explicit RankState(const BatchPolicy& policy)
-      : window(policy, policy.staging_bytes), open(static_cast<size_t>(window.lanes())),
-        ends(static_cast<size_t>(window.lanes())) {}
-  // The rank's clock: when it posts its next op. Its lanes' open batches and posted batches not yet
-  // waited for (when each completes).
-  double start = 0;
+// How one rank cuts its op list into batches (batch_window.h): its window and its lanes' open batches.
+// The cut depends on the ops alone, not on time, so find_later_packs() walks it without the clocks.
+struct BatchCut {
+  explicit BatchCut(const BatchPolicy& policy)
+      : window(policy, policy.staging_bytes), open(static_cast<size_t>(window.lanes())) {}
   BatchWindow window;
   std::vector<OpenBatch> open;
+  int64_t opened = 0;  // batches opened so far
+  OpenBatch& open_of(const Op& op) { return open[static_cast<size_t>(window.lane(op))]; }
+  // The op's open batch, numbered if the op is its first (after the window's step for the op).
+  OpenBatch& admit(const Op& op) {
+    OpenBatch& o = open_of(op);
+    if (o.ops == 0) o.id = opened++;
+    return o;
+  }
+};
+
+// One rank on the virtual clock: its batch cut and when its batches and bytes are through.
+struct RankState : BatchCut {
+  explicit RankState(const BatchPolicy& policy) : BatchCut(policy), ends(static_cast<size_t>(window.lanes())) {}
+  // The rank's clock: when it posts its next op. Its lanes' posted batches not yet waited for (when
+  // each completes).
+  double start = 0;
   std::vector<std::deque<std::pair<double, int64_t>>> ends;  // per lane: (when it ends, its batch id)
-  int64_t opened = 0;                     // batches opened so far
   std::vector<double> batch_through;      // per batch (by its id): when its bytes are through, on its own clock
   std::vector<double> batch_unpack;       // per batch (by its id): its unpack kernels' copy time (unpack_turns)
   std::array<double, kResources> free{};  // per resource: when its last queued bytes are through
@@ -101,13 +114,6 @@ struct RankState {
   std::map<int, int64_t> last_launch;  // per stream: its latest launch in slice_work() (its last wait's)
   Bytes4 total_res{};
   Bytes4 misc_res{};  // of total_res, misc buckets'
-  OpenBatch& open_of(const Op& op) { return open[static_cast<size_t>(window.lane(op))]; }
-  // The op's open batch, numbered if the op is its first (after the window's step for the op).
-  OpenBatch& admit(const Op& op) {
-    OpenBatch& o = open_of(op);
-    if (o.ops == 0) o.id = opened++;
-    return o;
-  }
   bool in_flight() const {
     for (const auto& e : ends)
       if (!e.empty()) return true;
@@ -187,8 +193,7 @@ class Replayer {
   // Kernel packs (SystemModel::kernel_packs): per rank and op (lists_.ops), the pack seconds of the
   // ops after it in its batch on that rank. NCCL issues a batch's group only at its flush, behind
   // every pack of the batch, so no op of it moves before the batch's last pack is done. A first walk
-  // of the batch windows alone (their cuts depend on the ops, not on time), through the same
-  // RankState::window and admit() as run(), finds them.
+  // of the batch cuts alone (BatchCut: the same window and admit() as run()'s RankState) finds them.
   void find_later_packs(const Filter& f);
 
   // What the batch window says before an op (or at the end): the lanes' batches it closes, then the
