@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <cmath>
 #include <ctime>
@@ -13,6 +14,7 @@
 
 #include "ceiling.h"
 #include "reshard/core/batch_policy.h"
+#include "reshard/core/node_map.h"
 #include "reshard/core/plan_enums.h"
 #include "reshard/core/stats.h"
 
@@ -75,6 +77,12 @@ void add_hosts(Control& ctl, RunReport& rep) {
   std::vector<uint8_t> mine(kLen, 0);
   char host[kName] = {};
   ::gethostname(host, kName - 1);
+  // Test hook: RESHARD_FAKE_HOSTS=a,a,b,b poses rank r as running on the r-th host named.
+  if (const char* fake = std::getenv("RESHARD_FAKE_HOSTS"); fake != nullptr && *fake != '\0') {
+    std::string list = std::string(fake) + ",";
+    for (int r = 0; r < ctl.rank() && list.find(',') != std::string::npos; ++r) list.erase(0, list.find(',') + 1);
+    std::snprintf(host, kName, "%s", list.substr(0, list.find(',')).c_str());
+  }
   std::memcpy(mine.data(), host, std::strlen(host));
   const int32_t cores = static_cast<int32_t>(std::max(::sysconf(_SC_NPROCESSORS_ONLN), 1L));
   std::memcpy(mine.data() + kName, &cores, sizeof cores);
@@ -85,12 +93,14 @@ void add_hosts(Control& ctl, RunReport& rep) {
   const int32_t cpus = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : cores;
   std::memcpy(mine.data() + kName + sizeof cores, &cpus, sizeof cpus);
   const std::vector<uint8_t> all = ctl.allgather(mine, kLen);
+  std::vector<std::string> host_of_rank;
   for (int r = 0; r < ctl.size(); ++r) {
     const char* at = reinterpret_cast<const char*>(all.data() + kLen * r);
     int32_t allowed = 0;
     std::memcpy(&allowed, at + kName + sizeof cores, sizeof allowed);
     rep.rank_cpus.push_back(allowed);
     const std::string h(at, strnlen(at, kName));
+    host_of_rank.push_back(h);
     const auto it = std::find(rep.hosts.begin(), rep.hosts.end(), h);
     if (it != rep.hosts.end()) {
       ++rep.host_ranks[static_cast<size_t>(it - rep.hosts.begin())];
@@ -102,6 +112,7 @@ void add_hosts(Control& ctl, RunReport& rep) {
     rep.host_cores.push_back(c);
     rep.host_ranks.push_back(1);
   }
+  rep.node_map = check_node_map(host_of_rank, rep.plan->options.gpus_per_node);
 }
 
 }  // namespace
@@ -215,6 +226,16 @@ std::string format_header(const RunReport& r, const RunArgs& a, const std::strin
                                       : "";
     line("#  hosts: %s%s%s\n", hosts.c_str(), over ? "; more ranks than cores: the ranks take turns on them" : "",
          binding.c_str());
+  }
+  if (const NodeMapCheck& m = r.node_map; m.plan_gpus_per_node > 0 || m.hosts > 1) {
+    const std::string plan_map = m.plan_gpus_per_node > 0 ? std::to_string(m.plan_gpus_per_node) + " ranks a node"
+                                                          : "node-blind";
+    const std::string launch = m.launch_ranks_per_host > 0 ? std::to_string(m.launch_ranks_per_host) + " ranks a host"
+                                                           : "ranks not in blocks";
+    const std::string verdict =
+        m.status == NodeMapCheck::Status::Unknown ? "" : std::string(": ") + to_string(m.status);
+    line("#  nodes: plan %s; launch %s on %d host%s%s\n", plan_map.c_str(), launch.c_str(), m.hosts,
+         m.hosts == 1 ? "" : "s", verdict.c_str());
   }
   if (!r.device.empty()) line("#  device: %s (rank 0)\n", r.device.c_str());
   if (!r.transport_settings.empty()) line("#  transport settings: %s\n", r.transport_settings.c_str());
@@ -358,6 +379,12 @@ nlohmann::json report_json(const RunReport& r, const RunArgs& a, const std::stri
          {"host_cores", r.host_cores},
          {"host_ranks", r.host_ranks},
          {"rank_cpus", r.rank_cpus},
+         {"node_map",
+          {{"status", to_string(r.node_map.status)},
+           {"plan_gpus_per_node", r.node_map.plan_gpus_per_node},
+           {"launch_ranks_per_host", r.node_map.launch_ranks_per_host},
+           {"hosts", r.node_map.hosts},
+           {"detail", r.node_map.detail}}},
          {"build", build_json()},
          {"versions", {{"reshard", RESHARD_VERSION}, {"mpi_library", mpi_library}, {"transport", transport_version}}},
          {"world_size", world},

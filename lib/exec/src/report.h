@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reshard/core/node_map.h"
 #include "reshard/exec/control.h"
 #include "executor.h"
 #include "reshard/exec/runner.h"
@@ -62,6 +63,7 @@ struct RunReport {
   std::vector<int> host_cores;      // per host: its online CPU cores (what `simulate --host-cores` takes)
   std::vector<int> host_ranks;      // per host: the ranks on it
   std::vector<int> rank_cpus;       // per rank: the CPUs its affinity mask lets it run on (1: bound)
+  NodeMapCheck node_map;            // the launch's hosts against the plan's --gpus-per-node
 };
 
 // The record `run --json` writes when a run ends in an error every rank agreed on (bad flags, plan,

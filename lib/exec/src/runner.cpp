@@ -312,6 +312,10 @@ int run_main(const RunArgs& a) {
     const bool ceiling = a.ceiling == "on" || (a.ceiling == "auto" && s.memory->kind() == MemoryKind::Device);
     RunReport rep = make_report(ctl, s.plan, ex, algo, *s.transport, *s.memory, a.warmup, a.iters, ceiling);
     const bool rank0 = ctl.rank() == 0;
+    if (const std::string advice = node_map_advice(rep.node_map); rank0 && !advice.empty()) {
+      std::fprintf(stderr, "reshard: %s\n", advice.c_str());
+      std::fflush(stderr);
+    }
     auto print = [&](const std::string& text) {
       if (!rank0) return;
       std::fputs(text.c_str(), stdout);
