@@ -1,7 +1,7 @@
 // A launch's placement against the plan's node map (PlanOptions::gpus_per_node: ranks r and s share a
 // node iff r / N == s / N). The planner chose its node-aware fan-outs and misc groups for that map;
 // where mpirun places the ranks otherwise every byte still lands right, but the fan-outs cross nodes
-// where the plan meant NVLink (or the reverse), so `reshard run` says so before it moves anything.
+// where the plan meant NVLink (or the reverse), so `reshard run` says so before it runs the plan.
 #pragma once
 #include <string>
 #include <vector>
@@ -24,7 +24,7 @@ NodeMapCheck check_node_map(const std::vector<std::string>& host_of_rank, int gp
 
 const char* to_string(NodeMapCheck::Status s);
 
-// What `run` prints (rank 0, to stderr) before it moves anything: a warning where the launch differs
+// What `run` prints (rank 0, to stderr) before it runs the plan: a warning where the launch differs
 // from the plan's map, a hint where a node-blind plan runs over several hosts in blocks; else "".
 std::string node_map_advice(const NodeMapCheck& c);
 
