@@ -114,5 +114,6 @@ fi
                                   results/gpu/warmup_h100 results/gpu/bench_2356a38_h100
                                   results/gpu/config3_hosts_h100/host3/bench results/gpu/config3_hosts_h100/host3/bench2
                                   results/gpu/config3_hosts_h100/host4/bench results/gpu/config3_hosts_h100/host4/bench2
-                                  results/gpu/config3_hosts_h100/host5/bench results/gpu/config3_hosts_h100/host5/bench2)
+                                  results/gpu/config3_hosts_h100/host5/bench results/gpu/config3_hosts_h100/host5/bench2
+                                  results/gpu/config3_hosts_h100/host6/bench results/gpu/config3_hosts_h100/host6/bench2)
 exec python3 scripts/calibrate.py "$BUILD/apps/reshard/reshard" "$SYSTEM" "$JSON_OUT" "$BUILD/calibrate-plans" "${INPUTS[@]}"
