@@ -2,14 +2,15 @@ include(GoogleTest)
 
 # reshard_add_mpi_test(NAME name RANKS n COMMAND exe [args...] [TIMEOUT s] [LABELS l...]
 #                      [FIXTURES_REQUIRED f...] [PASS_REGULAR_EXPRESSION re]
-#                      [EXPECT_EXIT code|NONZERO [EXPECT_REGEX re] [MAX_SECONDS s]]
+#                      [EXPECT_EXIT code|NONZERO [EXPECT_REGEX re] [EXPECT_ONCE re] [MAX_SECONDS s]]
 #                      [MPMD_RANKS m MPMD_COMMAND exe2 [args...]])
 # The one way MPI tests are registered: builds `mpiexec -n N [--oversubscribe] <preflags> exe
 # <postflags> args`, labels the test `mpi;ranks_N`, allows Open MPI to run as root when configured
 # as root (containers, CI), and sets a TIMEOUT (default 300 s) so a hung rank fails the test.
 # EXPECT_EXIT: the test passes only when mpiexec exits with that code (and the output matches
 # EXPECT_REGEX): for failure paths that must end every rank, not hang. NONZERO accepts any failure
-# (an exit code or a signal); MAX_SECONDS also fails a run that took longer (the elapsed time is
+# (an exit code or a signal); EXPECT_ONCE: the output matches re exactly once (a message every rank
+# printed would match N times); MAX_SECONDS also fails a run that took longer (the elapsed time is
 # printed either way). MPMD adds a second app context (`: -n m exe2 args`) to the line, e.g. to give
 # one rank a different environment; labels and PROCESSORS count both.
 set(RESHARD_EXPECT_EXIT_SCRIPT ${CMAKE_BINARY_DIR}/reshard_expect_exit.cmake)
@@ -38,9 +39,16 @@ endif()
 if(DEFINED REGEX AND NOT "${out}${err}" MATCHES "${REGEX}")
   message(FATAL_ERROR "output does not match: ${REGEX}")
 endif()
+if(DEFINED ONCE)
+  string(REGEX MATCHALL "${ONCE}" hits "${out}${err}")
+  list(LENGTH hits n)
+  if(NOT n EQUAL 1)
+    message(FATAL_ERROR "output matches ${ONCE} ${n} times, expected once")
+  endif()
+endif()
 ]=])
 function(reshard_add_mpi_test)
-  cmake_parse_arguments(A "" "NAME;RANKS;TIMEOUT;PASS_REGULAR_EXPRESSION;EXPECT_EXIT;EXPECT_REGEX;MAX_SECONDS;MPMD_RANKS"
+  cmake_parse_arguments(A "" "NAME;RANKS;TIMEOUT;PASS_REGULAR_EXPRESSION;EXPECT_EXIT;EXPECT_REGEX;EXPECT_ONCE;MAX_SECONDS;MPMD_RANKS"
                         "COMMAND;LABELS;FIXTURES_REQUIRED;MPMD_COMMAND;OPENMPI_FLAGS" ${ARGN})
   if(NOT A_NAME OR NOT A_RANKS OR NOT A_COMMAND)
     message(FATAL_ERROR "reshard_add_mpi_test needs NAME, RANKS and COMMAND")
@@ -76,6 +84,9 @@ function(reshard_add_mpi_test)
     set(regex)
     if(A_EXPECT_REGEX)
       set(regex "-DREGEX=${A_EXPECT_REGEX}")
+    endif()
+    if(A_EXPECT_ONCE)
+      list(APPEND regex "-DONCE=${A_EXPECT_ONCE}")
     endif()
     if(A_MAX_SECONDS)
       list(APPEND regex "-DMAX_SECONDS=${A_MAX_SECONDS}")

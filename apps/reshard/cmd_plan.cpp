@@ -192,6 +192,7 @@ int run_plan(const PlanArgs& a) {
 
   // Output: format and overwrite policy, checked now so that no planning time is wasted.
   PlanFormat format = PlanFormat::Json;
+  bool output_ok = true;
   if (!a.output.empty()) {
     format = plan_format_for_path(a.output);
     if (a.format == "json")
@@ -200,8 +201,10 @@ int run_plan(const PlanArgs& a) {
       format = PlanFormat::Cbor;
     else if (!a.format.empty())
       problems.add("--format: expected json or cbor, got '" + a.format + "'");
-    if (const std::string bad = output_problem("-o", a.output, a.force, plan_inputs(a)); !bad.empty())
+    if (const std::string bad = output_problem("-o", a.output, a.force, plan_inputs(a)); !bad.empty()) {
       problems.add(bad);
+      output_ok = false;
+    }
   } else if (!a.format.empty()) {
     problems.add("--format needs -o/--output");
   }
@@ -217,6 +220,9 @@ int run_plan(const PlanArgs& a) {
   std::optional<ModelMeta> model;
   check(
       problems, [&] { model = load_model(a.model); }, "--model");
+  if (model && output_ok && !a.output.empty())  // a safetensors index's shards are inputs too
+    if (const std::string bad = output_problem("-o", a.output, a.force, model->shard_files); !bad.empty())
+      problems.add(bad);
   if (model && sys)
     status("reshard: planning " + std::to_string(model->tensors.size()) + " tensors for " +
            std::to_string(sys->train.num_gpus) + " + " + std::to_string(sys->gen.num_gpus) + " ranks ...");
@@ -243,7 +249,11 @@ int run_plan(const PlanArgs& a) {
                         (n == 1 ? " problem):" : " problems):"));
 
   const bool summary = a.summary || a.output.empty();
-  if (!a.output.empty()) save_plan(*plan, a.output, format, a.force, plan_inputs(a));
+  if (!a.output.empty()) {
+    std::vector<std::string> inputs = plan_inputs(a);
+    inputs.insert(inputs.end(), model->shard_files.begin(), model->shard_files.end());
+    save_plan(*plan, a.output, format, a.force, inputs);
+  }
   if (summary) std::fputs(format_summary(*plan, compute_stats(*plan)).c_str(), stdout);
   if (!a.output.empty()) {
     std::error_code ec;

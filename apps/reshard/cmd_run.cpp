@@ -10,18 +10,22 @@ void add_run_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("run", "Execute a plan under mpirun (mpirun -np TRAIN+GEN reshard run --plan PLAN)");
   auto flags = std::make_shared<ExecFlags>();
   cmd->add_option("plan,--plan", flags->args.plan_path, "Plan file (JSON or CBOR) from `reshard plan`")->required();
+  // Values are checked by the runner (RunArgs::flag_problems, validate), agreed over the world: the
+  // type names only say in --help what the runner accepts.
   cmd->add_option("--algo", flags->args.algo, "reshard (the plan) or golden (broadcast every shard whole)")
-      ->check(CLI::IsMember({"reshard", "golden"}))
+      ->type_name("TEXT:{reshard,golden}")
       ->capture_default_str();
-  cmd->add_option("--iters", flags->args.iters, "Timed iterations")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--warmup", flags->args.warmup, "Untimed warm-up iterations")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  cmd->add_option("--iters", flags->iters, "Timed iterations")
+      ->type_name("INT:POSITIVE")
+      ->default_str(std::to_string(flags->args.iters));
+  cmd->add_option("--warmup", flags->warmup, "Untimed warm-up iterations")
+      ->type_name("INT:NONNEGATIVE")
+      ->default_str(std::to_string(flags->args.warmup));
   cmd->add_flag("--check", flags->args.check, "Verify every destination byte after the run (exit 1 on any wrong byte)");
   cmd->add_option("--ceiling", flags->args.ceiling,
                   "Measure the ceiling in the same run and report efficiency against it: on, off, or auto (GPU "
                   "memory only). Copy within the device for cuda-ipc; plain send/recv for nccl and mpi")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->type_name("TEXT:{auto,on,off}")
       ->capture_default_str();
   cmd->add_option("--json", flags->args.json_path, "Also write the results as JSON to this file");
   cmd->add_flag("--force", flags->args.force, "Replace an existing --json file");

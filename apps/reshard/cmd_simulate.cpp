@@ -35,8 +35,13 @@ std::optional<double> parse_real(const std::string& text, const std::string& fla
   errno = 0;
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !(v >= 0)) {
+  if (text.empty() || end != text.c_str() + text.size() || !(v >= 0)) {
     problems.add(flag + ": expected a non-negative number, got '" + text + "'");
+    return std::nullopt;
+  }
+  // A subnormal (1e-310) reads as the tiny value it is, for the model's bounds to name.
+  if (errno == ERANGE && (v == 0 || v >= 1)) {
+    problems.add(flag + ": '" + text + "' is " + (v == 0 ? "too small" : "too large") + " for a double");
     return std::nullopt;
   }
   return v;
@@ -94,13 +99,13 @@ int run_simulate(const SimulateArgs& a) {
   else problems.add("--ipc-mode: expected push (the default) or pull, got '" + a.ipc_mode + "'");
   m.batch = resolve_batch_flags(a.batch, problems);
   validate_system_model(m, problems);
-  const size_t n = problems.list().size();
-  problems.throw_if_any("invalid simulate configuration (" + std::to_string(n) + (n == 1 ? " problem):" : " problems):"));
-
   if (!a.timeline.empty())  // checked before the work
     if (const std::string bad = output_problem("--timeline", a.timeline, a.force, {a.plan}); !bad.empty())
-      throw config_error(bad);
+      problems.add(bad);
+  const size_t n = problems.list().size();
+  problems.throw_if_any("invalid simulate configuration (" + std::to_string(n) + (n == 1 ? " problem):" : " problems):"));
   const Plan plan = load_plan(a.plan);
+  check_plan_runs(plan, m, a.plan);
   const SimResult r = simulate(plan, m);
   if (!a.timeline.empty()) {
     write_output("--timeline", a.timeline, timeline_svg(plan, r), a.force, {a.plan});

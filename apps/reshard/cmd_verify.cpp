@@ -30,6 +30,19 @@ int verify_static(const std::string& path, size_t max_listed) {
   return 0;
 }
 
+// The executor's flags given to a static verify, which reads only the plan and would ignore them.
+std::string run_flags_without_execute(const CLI::App& cmd) {
+  std::string named;
+  for (const CLI::Option* o : cmd.get_options()) {
+    if (o->count() == 0 || o->get_lnames().empty()) continue;
+    const std::string& name = o->get_lnames().front();
+    if (name == "plan" || name == "execute" || name == "max-problems" || name == "help") continue;
+    named += (named.empty() ? "--" : ", --") + name;
+  }
+  return named.empty() ? "" : named + " appl" + (named.find(',') == std::string::npos ? "ies" : "y") +
+                                  " only with --execute (the static verify reads only the plan)";
+}
+
 }  // namespace
 
 void add_verify_command(CLI::App& app, Action& action) {
@@ -42,9 +55,12 @@ void add_verify_command(CLI::App& app, Action& action) {
   cmd->add_flag("--execute", *execute, "Run plan and golden under mpirun and compare destinations byte for byte");
   cmd->add_option("--max-problems", *max_listed, "Problems listed at most (static verify)");
   add_exec_flags(*cmd, *flags);
-  cmd->callback([flags, execute, max_listed, &action, &app] {
-    action = [flags, execute, max_listed, &app] {
-      if (!*execute) return verify_static(flags->args.plan_path, *max_listed);
+  cmd->callback([flags, execute, max_listed, &action, &app, cmd] {
+    action = [flags, execute, max_listed, &app, cmd] {
+      if (!*execute) {
+        if (const std::string bad = run_flags_without_execute(*cmd); !bad.empty()) throw config_error("verify: " + bad);
+        return verify_static(flags->args.plan_path, *max_listed);
+      }
       RunArgs args = finish_exec_flags(*flags, app);
       if (!Control::built())
         throw config_error("`reshard verify --execute` needs MPI, and MPI support was not built "

@@ -13,6 +13,7 @@ namespace reshard::cli {
 struct ExecFlags {
   RunArgs args;
   BatchFlags batch;
+  std::string iters, warmup;  // run's --iters and --warmup as given ("": the default)
 };
 
 inline void add_exec_flags(CLI::App& cmd, ExecFlags& f) {
@@ -41,12 +42,23 @@ inline void add_exec_flags(CLI::App& cmd, ExecFlags& f) {
   add_batch_flags(cmd, f.batch);
 }
 
-// Resolves the string flags; throws Error(Config) for a bad size. Keeps the command line for the JSON.
+// Resolves the string flags; a bad value goes to RunArgs::flag_problems, for the runner to report once
+// for the world (and into --json). Keeps the command line for the JSON.
 inline RunArgs finish_exec_flags(ExecFlags& f, CLI::App& app) {
   RunArgs a = f.args;
   Problems problems;
   a.exec = resolve_batch_flags(f.batch, problems);
-  problems.throw_if_any("invalid arguments:");
+  auto count = [&](const std::string& text, const char* flag, int min, int& out) {
+    if (text.empty()) return;
+    try {
+      out = static_cast<int>(parse_integer(text, flag, min, INT32_MAX));
+    } catch (const Error& e) {
+      problems.add(e.what());
+    }
+  };
+  count(f.iters, "--iters", 1, a.iters);
+  count(f.warmup, "--warmup", 0, a.warmup);
+  a.flag_problems = problems.list();
   a.command_line = "reshard " + app.get_subcommands().front()->get_name();
   for (const auto* opt : app.get_subcommands().front()->get_options()) {
     if (opt->count() == 0) continue;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <string>
 
 #include "commands.h"
 #include "reshard/core/error.h"
@@ -18,6 +19,25 @@ int launcher_rank() {
   for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
     if (const char* v = std::getenv(var)) return std::atoi(v);
   return 0;
+}
+
+// Whether this process prints a usage error, and the prefix it prints it with. The same command line
+// fails the same way on every rank, so rank 0 prints it. An MPMD launch (mpirun -np 2 A : -np 2 B) gives
+// each app context its own command line, where rank 0's may be fine: there the first rank of each
+// context prints its context's error, naming its rank. Open MPI's OMPI_APP_CTX_NUM_PROCS lists the
+// contexts' sizes ("2 2"); other launchers: rank 0 alone.
+bool prints_usage_errors(std::string& prefix) {
+  const int rank = launcher_rank();
+  prefix = "reshard: ";
+  if (rank == 0) return true;
+  const char* sizes = std::getenv("OMPI_APP_CTX_NUM_PROCS");
+  if (sizes == nullptr) return false;
+  std::istringstream in(sizes);
+  int first = 0, n = 0;
+  while (in >> n && n > 0 && first + n <= rank) first += n;
+  if (first != rank) return false;
+  prefix += "rank " + std::to_string(rank) + ": ";
+  return true;
 }
 
 // A mistyped command or flag, named with the closest known one, before CLI11 parses (it would report
@@ -52,6 +72,25 @@ std::string unknown_argument(const CLI::App& app, int argc, char** argv) {
   return "";
 }
 
+std::string sub_name(const CLI::App& app) {
+  const auto subs = app.get_subcommands();
+  return subs.empty() ? "reshard" : subs.front()->get_name();
+}
+
+// Options given an empty value (`-o ''`, `--model ''`): the commands read "" as "not given", which
+// would silently skip the check or output asked for. One message naming each; "" when none.
+std::string empty_values(const CLI::App& app) {
+  std::string named;
+  for (const CLI::App* sub : app.get_subcommands())
+    for (const CLI::Option* o : sub->get_options()) {
+      if (o->count() == 0 || o->get_expected_min() == 0) continue;  // not given, or a flag
+      const std::vector<std::string>& r = o->results();
+      if (std::find(r.begin(), r.end(), std::string()) == r.end()) continue;
+      named += (named.empty() ? "" : ", ") + (o->get_lnames().empty() ? o->get_name() : "--" + o->get_lnames().front());
+    }
+  return named.empty() ? "" : sub_name(app) + ": empty value for " + named + "; give a value or leave the flag out";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,8 +103,10 @@ int main(int argc, char** argv) {
   reshard::cli::add_verify_command(app, action);
   reshard::cli::add_run_command(app, action);
   reshard::cli::add_simulate_command(app, action);
+  std::string prefix;
+  const bool prints = prints_usage_errors(prefix);
   if (const std::string bad = unknown_argument(app, argc, argv); !bad.empty()) {
-    if (launcher_rank() == 0) std::fprintf(stderr, "reshard: %s\n", bad.c_str());
+    if (prints) std::fprintf(stderr, "%s%s\n", prefix.c_str(), bad.c_str());
     return 2;
   }
   try {
@@ -73,12 +114,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::ostringstream out, err;
     const int code = app.exit(e, out, err);
-    if (launcher_rank() == 0) {
+    if (prints) {
       std::cout << out.str();
       // CLI11's "Run with --help ..." follows its message; ours carry the tool's prefix, once.
-      if (!err.str().empty()) std::cerr << (code == 0 ? "" : "reshard: ") << err.str();
+      if (!err.str().empty()) std::cerr << (code == 0 ? "" : prefix) << err.str();
     }
     return code == 0 ? 0 : 2;
+  }
+  if (const std::string bad = empty_values(app); !bad.empty()) {
+    if (prints) std::fprintf(stderr, "%s%s\n", prefix.c_str(), bad.c_str());
+    return 2;
   }
   try {
     return action ? action() : 2;

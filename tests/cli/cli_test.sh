@@ -329,6 +329,49 @@ plots)  # inspect --plot and simulate --timeline write SVGs (issue 19), checked 
   contains param.svg "rank 8: [0:2560, 0:1216]"
   contains param.svg "rank 15: [0:2560, 8512:9728]"
   ;;
+simulate_refuses_what_run_refuses)  # the plan checks `run` makes before anything moves, and sane rates
+  TINY=$SRC/tests/data
+  expect_rc 0 "$RESHARD" plan --model "$TINY/tiny-moe.json" --train-gpus 2 --train ep=2 --gen-gpus 2 --gen tp=2 -o p.json
+  # A bucket whose size disagrees with its params fails static verification (and no longer exhausts memory).
+  python3 -c 'import json; d=json.load(open("p.json")); d["buckets"][0]["bytes"]=2**62; json.dump(d, open("bb.json", "w"))'
+  expect_rc 2 "$RESHARD" simulate bb.json
+  contains err.txt "bb.json fails static verification (1 problem; reshard verify lists them):"
+  contains err.txt "plan says 4611686018427387904"
+  # A shape whose bytes wrap past int64 to its true size: refused when read, by verify and simulate alike.
+  python3 -c 'import json; d=json.load(open("p.json")); d["params"][0]["shape"]=[2, 2**62+24816]; json.dump(d, open("wrap.json", "w"))'
+  for cmd in verify simulate; do
+    expect_rc 2 "$RESHARD" $cmd wrap.json
+    contains err.txt "wrap.json: params[0].shape: [2, 4611686018427412720] has more elements than int64 holds"
+  done
+  # An MXFP8 landing larger than --staging-bytes: run's executor refuses it, so simulate does.
+  expect_rc 0 "$RESHARD" plan --model "$TINY/tiny-mx.json" --train-gpus 2 --train tp=2 --gen-gpus 2 --gen tp=2 \
+    --gen-precision mxfp8 -o mx.json
+  expect_rc 2 "$RESHARD" simulate mx.json --staging-bytes 4Ki
+  contains err.txt "exceeds --staging-bytes 4096 (MXFP8 shards land whole before they are quantized)"
+  # Rates too small for a finite time, and numbers a double cannot hold, each named with the rest.
+  touch timeline.svg
+  expect_rc 2 "$RESHARD" simulate p.json --nvlink-gbps 1e-300 --copy-gbps 1e-400 --fan-gbps 1e999 \
+    --batch-bytes 4K --timeline timeline.svg
+  contains err.txt "invalid simulate configuration (5 problems):"
+  contains err.txt "--nvlink-gbps must be at least 1e-06 GB/s, got 1e-300"
+  contains err.txt "--copy-gbps: '1e-400' is too small for a double"
+  contains err.txt "--fan-gbps: '1e999' is too large for a double"
+  contains err.txt "--batch-bytes must be at least 4Ki = 4096 bytes (got 4000)"
+  contains err.txt "--timeline timeline.svg: the file exists; pass --force to overwrite"
+  ;;
+empty_values)  # a flag given '' was read as "not given": no file written, a check skipped, no error
+  expect_rc 2 "$RESHARD" plan --model "$MODEL" --train-gpus 1 --gen-gpus 1 -o '' --layer-map ''
+  contains err.txt "reshard: plan: empty value for --layer-map, --output; give a value or leave the flag out"
+  expect_rc 2 "$RESHARD" inspect '' --model ''
+  contains err.txt "reshard: inspect: empty value for plan, --model; give a value or leave the flag out"
+  [ -z "$(ls -A | grep -v -e '^err.txt$' -e '^out.txt$')" ] || fail "files were written: $(ls -A)"
+  ;;
+long_output_name)  # a valid name of 250 bytes: its temporary once passed NAME_MAX (exit 3 after planning)
+  name=$(printf 'a%.0s' $(seq 250)).json
+  expect_rc 0 "$RESHARD" plan --model "$MODEL" --train-gpus 1 --gen-gpus 1 -o "$name"
+  contains "$name" '"format": "reshard-plan"'
+  [ "$(ls -A | grep -v -e '^err.txt$' -e '^out.txt$')" = "$name" ] || fail "left behind: $(ls -A)"
+  ;;
 *)
   fail "unknown case"
   ;;

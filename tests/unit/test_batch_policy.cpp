@@ -69,7 +69,7 @@ TEST(BatchPolicy, OneSetOfBoundsAndTheMessageCap) {
   p.validate(problems);
   ASSERT_EQ(problems.list().size(), 4u);
   EXPECT_NE(problems.list()[0].find("--streams must be in 1..64"), std::string::npos);
-  EXPECT_NE(problems.list()[2].find("--batch-bytes must be at least 4K"), std::string::npos);
+  EXPECT_NE(problems.list()[2].find("--batch-bytes must be at least 4Ki = 4096 bytes (got "), std::string::npos);
 }
 
 // The keys `run --json` ("arguments") and `simulate --json` ("system") record, which

@@ -391,6 +391,21 @@ TEST(PlanIo, IndicesAndShapesAreValidated) {
   expect_edit_rejected([](json& d) { d["params"][0]["transfers"] = json::array(); },
                        {"params[0]: a misc param has transfers"});
   expect_edit_rejected([](json& d) { d["world"]["size"] = 5; }, {"world: train 2, gen 2, size 5 disagree"});
+  // Sizes past int64 would wrap to small, self-consistent ones: refused where they are read.
+  expect_edit_rejected([](json& d) { d["params"][0]["shape"] = json::parse("[4611686018427387904, 4]"); },
+                       {"params[0].shape: [4611686018427387904, 4] has more elements than int64 holds"});
+  expect_edit_rejected([](json& d) { d["params"][0]["shape"] = json::parse("[2305843009213693952, 3]"); },
+                       {"params[0].shape: [2305843009213693952, 3] of bfloat16 has more bytes than int64 holds"});
+  expect_edit_rejected(
+      [](json& d) {
+        d["params"][0]["shape"] = json::parse("[2305843009213693952, 1]");  // 2^62 bytes, twice
+        d["params"][5]["shape"] = json::parse("[2305843009213693952]");
+      },
+      {"params[5]: the params' bytes up to here sum past what int64 holds"});
+  expect_edit_rejected([](json& d) { d["groups"][0]["kind"] = "bogus"; },
+                       {"groups[0].kind: unknown group kind 'bogus' (known: misc, bulk, fanout)"});
+  expect_edit_rejected([](json& d) { d["params"][5]["bucket_offset"] = 273; },
+                       {"params[5].bucket_offset: value 273 outside [0, 272]"});
 }
 
 class PlanFileTest : public ::testing::Test {

@@ -11,11 +11,12 @@ void BatchPolicy::validate(Problems& problems) const {
   if (streams < 1 || streams > kMaxStreams)
     problems.add("--streams must be in 1.." + std::to_string(kMaxStreams) + " (got " + std::to_string(streams) + ")");
   if (batch_ops < 1) problems.add("--batch-ops must be at least 1 (got " + std::to_string(batch_ops) + ")");
-  if (batch_bytes < kMinBytes) problems.add("--batch-bytes must be at least 4K (got " + std::to_string(batch_bytes) + ")");
+  if (batch_bytes < kMinBytes)
+    problems.add("--batch-bytes must be at least 4Ki = 4096 bytes (got " + std::to_string(batch_bytes) + ")");
   if (window < 1 || window > kMaxWindow)
     problems.add("--window must be in 1.." + std::to_string(kMaxWindow) + " (got " + std::to_string(window) + ")");
   if (staging_bytes < kMinBytes)
-    problems.add("--staging-bytes must be at least 4K (got " + std::to_string(staging_bytes) + ")");
+    problems.add("--staging-bytes must be at least 4Ki = 4096 bytes (got " + std::to_string(staging_bytes) + ")");
 }
 
 nlohmann::ordered_json batch_policy_json(const BatchPolicy& policy) {

@@ -30,17 +30,24 @@ void Problems::throw_if_any(const std::string& what) const {
   std::string message = what;
   // Repeats of one cause in other layers: the first in full, then how many more.
   std::map<std::string, size_t> first;  // layer-blind form -> index in lines
-  std::vector<std::pair<std::string, size_t>> lines;  // (problem, repeats)
+  struct Line {
+    std::string text;
+    size_t same = 0, other_layers = 0;  // repeats word for word (a flag given twice), and in other layers
+  };
+  std::vector<Line> lines;
   for (const std::string& p : list_) {
     auto [it, fresh] = first.try_emplace(layer_blind(p), lines.size());
     if (fresh)
-      lines.push_back({p, 0});
+      lines.push_back({p});
+    else if (lines[it->second].text == p)
+      ++lines[it->second].same;
     else
-      ++lines[it->second].second;
+      ++lines[it->second].other_layers;
   }
-  for (const auto& [p, more] : lines) {
-    message += "\n  - " + p;
-    if (more > 0) message += " (and " + std::to_string(more) + " more like it in other layers)";
+  for (const Line& l : lines) {
+    message += "\n  - " + l.text;
+    if (l.same > 0) message += " (" + std::to_string(l.same + 1) + " times)";
+    if (l.other_layers > 0) message += " (and " + std::to_string(l.other_layers) + " more like it in other layers)";
   }
   throw config_error(message);
 }

@@ -1,10 +1,24 @@
 #include "reshard/core/landing_layout.h"
 
 #include <algorithm>
+#include <string>
+
+#include "reshard/core/error.h"
 
 namespace reshard {
 
 int64_t landing_bytes(const Landing& l) { return (l.bytes() + 63) / 64 * 64; }
+
+void check_landings_fit(const Plan& plan, const std::vector<Landing>& landings, int rank, int64_t staging_bytes) {
+  for (const Landing& l : landings)
+    if (landing_bytes(l) > staging_bytes)
+      throw config_error("param " + plan.params[l.param].name + ": its BF16 landing of " +
+                         std::to_string(landing_bytes(l)) + " bytes on rank " + std::to_string(rank) +
+                         " exceeds --staging-bytes " + std::to_string(staging_bytes) +
+                         (l.src_side ? " (block-FP8 shards are dequantized whole before they are sent)"
+                                     : " (MXFP8 shards land whole before they are quantized)") +
+                         "; raise --staging-bytes");
+}
 
 std::vector<int> landings_of(const Op& op) {
   std::vector<int> out;

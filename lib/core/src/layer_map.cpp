@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "json_checks.h"
 #include "reshard/core/units.h"
 
 namespace reshard {
@@ -12,8 +13,10 @@ namespace reshard {
 std::vector<int> parse_layer_map(std::string_view text, const std::string& path, Problems& problems) {
   const std::string where = "--layer-map " + path + ": ";
   nlohmann::json j;
+  std::vector<std::string> twice;  // a layer given two stages: the model loader refuses the same
   try {
-    j = nlohmann::json::parse(text);
+    check_json_depth(text, "--layer-map " + path);
+    j = nlohmann::json::parse(text, duplicate_keys<nlohmann::json>(twice));
   } catch (const nlohmann::json::parse_error& e) {
     problems.add(where + "malformed JSON at byte " + std::to_string(e.byte));
     return {};
@@ -21,6 +24,8 @@ std::vector<int> parse_layer_map(std::string_view text, const std::string& path,
     problems.add(where + "malformed JSON: " + e.what());
     return {};
   }
+  for (const std::string& k : twice) problems.add(where + "layer \"" + k + "\" is given twice");
+  if (!twice.empty()) return {};
   std::vector<int> stages;
   auto stage_of = [&](const nlohmann::json& v, const std::string& at) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {

@@ -12,6 +12,7 @@
 
 #include "reshard/core/error.h"
 #include "reshard/core/model.h"
+#include "json_checks.h"
 #include "reshard/core/input_file.h"
 
 namespace reshard {
@@ -119,6 +120,7 @@ struct ParsedJson {
 // top-level member). Duplicate keys go into `problems`; malformed text throws naming the byte.
 ParsedJson parse_json(std::string_view text, const std::string& origin, const std::string& section,
                       Problems& problems) {
+  check_json_depth(text, origin);
   KeyScan scan(origin, section, problems);
   Json::sax_parse(text.begin(), text.end(), &scan);  // throws on malformed input
   ParsedJson out;
@@ -455,6 +457,7 @@ ModelMeta read_safetensors_index(const std::string& path) {
   ModelMeta m;
   m.origin = path;
   m.name = file_stem(path);
+  for (const std::string& s : shards) m.shard_files.push_back((dir / s).string());
   m.tensors.reserve(map.size());
   for (const std::string& name : order) {
     const Json& shard = map.at(name);

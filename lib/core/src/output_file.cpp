@@ -64,7 +64,10 @@ void write_output(const std::string& flag, const std::string& path, std::string_
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    const std::string tail = ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    // Beside the output; a name near NAME_MAX (255 bytes) gets a short one of its own instead.
+    tmp = fs::path(path).filename().string().size() + tail.size() <= 255 ? path + tail
+                                                                          : directory_of(path) + "/.reshard" + tail;
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 && errno != EEXIST) throw runtime_error("cannot create " + tmp + ": " + std::strerror(errno));
   }

@@ -1,5 +1,6 @@
 #include "reshard/core/parallelism.h"
 
+#include "json_checks.h"
 #include "reshard/core/input_file.h"
 
 #include <algorithm>
@@ -87,7 +88,16 @@ void validate_side(Parallelism& p, const std::string& side, bool is_train, bool 
       problems.add(side + ": " + std::string(f.spec_key) + " must be positive, got " +
                    std::to_string(p.*(f.member)));
       sizes_ok = false;
+    } else if (p.*(f.member) > kMaxRanksPerSide) {  // before anything sized by it is allocated
+      problems.add(side + ": " + std::string(f.spec_key) + " " + std::to_string(p.*(f.member)) +
+                   " exceeds the limit of " + std::to_string(kMaxRanksPerSide) + " (docs/reliability.md)");
+      sizes_ok = false;
     }
+  }
+  if (sizes_ok && static_cast<int64_t>(p.pp) * p.vpp > kMaxRanksPerSide) {  // the planner's virtual stages
+    problems.add(side + ": pp*vpp = " + std::to_string(static_cast<int64_t>(p.pp) * p.vpp) +
+                 " virtual stages exceed the limit of " + std::to_string(kMaxRanksPerSide));
+    sizes_ok = false;
   }
   if (!sizes_ok) return;
   const auto s = [](int v) { return std::to_string(v); };
@@ -178,18 +188,10 @@ SystemConfig load_system_json(const std::string& path) {
 
 SystemConfig parse_system_json(std::string_view text, const std::string& origin) {
   Json j;
-  // nlohmann keeps the last of two equal keys: find them first (one set of keys per open object).
-  std::vector<std::set<std::string>> keys;
   std::vector<std::string> twice;
-  const Json::parser_callback_t scan = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) keys.emplace_back();
-    if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    if (event == Json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
-      twice.push_back(parsed.get<std::string>());
-    return true;
-  };
   try {
-    j = Json::parse(text.begin(), text.end(), scan);
+    check_json_depth(text, origin);
+    j = Json::parse(text.begin(), text.end(), duplicate_keys<Json>(twice));
   } catch (const Json::parse_error& e) {
     throw config_error(origin + ": malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
   } catch (const Json::exception& e) {  // e.g. a number too large for a double (out_of_range 406)
@@ -203,6 +205,9 @@ SystemConfig parse_system_json(std::string_view text, const std::string& origin)
   if (!j.is_object()) throw config_error(origin + ": expected a JSON object with \"train\" and \"generation\"");
   SystemConfig sys;
   Problems problems;
+  for (const auto& item : j.items())  // as inside each side: a misspelt key must not be dropped silently
+    if (item.key() != "train" && item.key() != "generation" && item.key() != "gen")
+      problems.add("unknown key \"" + item.key() + "\" (known: train, generation or its alias gen)");
   if (j.contains("train"))
     parse_side(j["train"], "train", sys.train, problems);
   else

@@ -317,6 +317,14 @@ void read_param(const Reader& r, const json& v, const std::string& path, size_t 
   if (!dt) r.fail(key_path(path, "dtype"), "unknown dtype '" + dtype + "'");
   p.dtype = *dt;
   p.shape = r.dims_at(v, path, "shape");
+  // Every size the executor and the checks derive (elements, bytes, offsets inside them) is an int64:
+  // a shape whose bytes overflow would wrap to a small, self-consistent size (as model_io refuses).
+  int64_t elements = 1, bytes = 0;
+  for (int d = 0; d < p.shape.n; ++d)
+    if (__builtin_mul_overflow(elements, p.shape[d], &elements))
+      r.fail(key_path(path, "shape"), p.shape.str() + " has more elements than int64 holds");
+  if (__builtin_mul_overflow(elements, static_cast<int64_t>(dtype_size(p.dtype)), &bytes))
+    r.fail(key_path(path, "shape"), p.shape.str() + " of " + dtype + " has more bytes than int64 holds");
   p.path = r.name_at(v, path, "path", parse_path);
   p.pp_stage = r.int32_at(v, path, "pp_stage", 0, std::max(plan.system.train.pp - 1, 0));
   if (r.find(v, "src_dequant") != nullptr) p.src_dequant = r.boolean(r.at(v, path, "src_dequant"), key_path(path, "src_dequant"));
@@ -328,7 +336,8 @@ void read_param(const Reader& r, const json& v, const std::string& path, size_t 
     if (has_transfers || has_fanouts)
       r.fail(path, "a misc param has transfers or fanouts; only bulk params do");
     p.bucket = r.int32_at(v, path, "bucket", 0, static_cast<int64_t>(plan.buckets.size()) - 1);
-    p.bucket_offset = r.int64(r.at(v, path, "bucket_offset"), key_path(path, "bucket_offset"), 0, INT64_MAX);
+    p.bucket_offset = r.int64(r.at(v, path, "bucket_offset"), key_path(path, "bucket_offset"), 0,
+                              plan.buckets[static_cast<size_t>(p.bucket)].bytes);
     if (r.find(v, "dst_name") != nullptr) p.dst_name = r.str_at(v, path, "dst_name");
     if (r.find(v, "dst_transform") != nullptr) {
       p.dst_transform = r.str_at(v, path, "dst_transform");
@@ -449,6 +458,8 @@ void read_document(const Reader& r, const json& doc, Plan& plan, const std::vect
     const json& g = r.object(groups[i], path);
     CommGroup cg;
     cg.kind = r.str_at(g, path, "kind");
+    if (cg.kind != "misc" && cg.kind != "bulk" && cg.kind != "fanout")  // docs/plan-format.md
+      r.fail(key_path(path, "kind"), "unknown group kind '" + cg.kind + "' (known: misc, bulk, fanout)");
     cg.pp_stage = r.int32_at(g, path, "pp_stage", -1);
     cg.ranks = r.ints_at(g, path, "ranks", 0, nworld - 1);
     plan.groups.push_back(std::move(cg));
@@ -477,8 +488,11 @@ void read_document(const Reader& r, const json& doc, Plan& plan, const std::vect
   }
 
   plan.params.reserve(params.size());
+  int64_t total = 0;  // the plan's byte counts (stats, rows, totals) sum its params
   for (size_t i = 0; i < params.size(); ++i) {
     read_param(r, params[i], index_path("params", i), i, plan, transfer_slices, fanout_slices);
+    if (__builtin_add_overflow(total, plan.params.back().bytes(), &total))
+      r.fail(index_path("params", i), "the params' bytes up to here sum past what int64 holds");
   }
 }
 

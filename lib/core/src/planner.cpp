@@ -159,17 +159,25 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
 
   std::vector<TensorMeta> kept;
   kept.reserve(model.tensors.size());
+  size_t excluded = 0, unplannable = 0;
   for (const TensorMeta& t : model.tensors) {
     bool drop = false;
     for (const UserRegex& re : excludes) drop = drop || re.search(t.name);
-    if (drop) continue;
-    if (t.too_many_dims > 0)
+    if (drop) {
+      ++excluded;
+      continue;
+    }
+    if (t.too_many_dims > 0) {
+      ++unplannable;
       problems.add("tensor '" + t.name + "' has " + std::to_string(t.too_many_dims) + " dims; at most " +
                    std::to_string(kMaxDims) + " are supported (drop it with --exclude)");
-    else
+    } else {
       kept.push_back(t);
+    }
   }
-  if (kept.empty()) problems.add("no parameters left after --exclude");
+  // Said only where --exclude emptied the model: tensors with too many dims are named above.
+  if (kept.empty() && excluded > 0) problems.add("no parameters left after --exclude");
+  else if (kept.empty() && unplannable == 0) problems.add("the model has no tensors to plan");
   std::vector<LogicalParam> logical = group_params(kept, problems);
   const GenPrecision gen_precision = check_precision_pair(logical, options, problems);
   // A Megatron destination receives logical BF16: e4m3 weights are dequantized on the source, whose
@@ -233,10 +241,13 @@ Plan plan(const ModelMeta& model, SystemConfig system, const PlanOptions& option
     if (static_cast<int>(train_stage_of.size()) != layers)
       problems.add("--layer-map covers " + std::to_string(train_stage_of.size()) + " layers, the model has " +
                    std::to_string(layers) + " decoder layers");
+    GroupedProblems outside;  // one line per stage, however many layers name it
     for (size_t l = 0; l < train_stage_of.size(); ++l)
       if (train_stage_of[l] < 0 || train_stage_of[l] >= std::max(tp.pp, 1))
-        problems.add("--layer-map: layer " + std::to_string(l) + " -> stage " + std::to_string(train_stage_of[l]) +
-                     " is outside pp=" + std::to_string(tp.pp));
+        outside.add("--layer-map: stage " + std::to_string(train_stage_of[l]) + " is outside pp=" +
+                        std::to_string(tp.pp),
+                    "layer " + std::to_string(l));
+    outside.flush(problems);
   } else if (tp.pp > 0) {
     const size_t before = problems.list().size();
     train_stages = megatron_train_stages(layers, pipeline, problems);

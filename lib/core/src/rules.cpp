@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "json_checks.h"
 #include "names.h"
 
 namespace reshard {
@@ -40,6 +41,7 @@ std::vector<CustomRule> parse_rules(const std::string& json_text, const std::str
   std::vector<CustomRule> out;
   nlohmann::json doc;
   try {
+    check_json_depth(json_text, origin);
     doc = nlohmann::json::parse(json_text);
   } catch (const nlohmann::json::parse_error& e) {
     problems.add(origin + ": malformed JSON at byte " + std::to_string(e.byte));

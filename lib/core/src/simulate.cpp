@@ -11,6 +11,9 @@
 
 #include "replay.h"
 #include "reshard/core/box.h"
+#include "reshard/core/landing_layout.h"
+#include "reshard/core/ops.h"
+#include "reshard/core/verify.h"
 #include "reshard/core/stats.h"
 
 namespace reshard {
@@ -71,6 +74,12 @@ double shared_lower_bound_time(const Plan& plan, const SystemModel& m) {
 }
 
 }  // namespace
+
+void check_plan_runs(const Plan& plan, const SystemModel& model, const std::string& origin) {
+  require_verified(plan, origin);
+  for (int r = 0; r < plan.world(); ++r)
+    check_landings_fit(plan, rank_storages(plan, r).landings, r, model.batch.staging_bytes);
+}
 
 SimResult simulate(const Plan& plan, const SystemModel& model) {
   Problems problems;

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include "reshard/core/parallelism.h"
+
 namespace reshard {
 namespace {
 
@@ -135,6 +137,8 @@ TrainStages from_layout(int layers, const MegatronPipeline& m, Problems& problem
 TrainStages megatron_train_stages(int layers, const MegatronPipeline& m, Problems& problems) {
   TrainStages out;
   out.layer.assign(layers, 0);
+  // Sized by the virtual stages: past the ranks' own limit (validate_side names it) nothing is split.
+  if (static_cast<int64_t>(m.pp) * std::max(m.vpp, 1) > kMaxRanksPerSide) return out;
   const int pp = std::max(m.pp, 1);
   out.output = out.final_norm = out.mtp = pp - 1;
   const std::string cfg = " (megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__)";

@@ -31,14 +31,17 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
     std::snprintf(buf, sizeof buf, "%g", v);
     return std::string(buf);
   };
-  auto check = [&](double v, const char* what, bool zero_ok, double most, const char* unit) {
+  auto check = [&](double v, const char* what, bool zero_ok, double least, double most, const char* unit) {
     if (!(zero_ok ? v >= 0 : v > 0) || !std::isfinite(v))
       problems.add(std::string(what) + (zero_ok ? " must be non-negative, got " : " must be positive, got ") + shown(v));
     else if (v > most)
       problems.add(std::string(what) + " must be at most " + shown(most) + unit + ", got " + shown(v));
+    else if (v > 0 && v < least)  // bytes / rate would leave the doubles' range: times inf, ratios nan
+      problems.add(std::string(what) + " must be " + (zero_ok ? "0 or " : "") + "at least " + shown(least) + unit +
+                   ", got " + shown(v));
   };
-  auto rate = [&](double v, const char* what, bool zero_ok) { check(v, what, zero_ok, 1e12, " GB/s"); };
-  auto time_us = [&](double v, const char* what) { check(v, what, true, 1e6, " us"); };
+  auto rate = [&](double v, const char* what, bool zero_ok) { check(v, what, zero_ok, 1e-6, 1e12, " GB/s"); };
+  auto time_us = [&](double v, const char* what) { check(v, what, true, 0, 1e6, " us"); };
   if (m.gpus_per_node < 1) problems.add("--gpus-per-node must be at least 1, got " + std::to_string(m.gpus_per_node));
   rate(m.nvlink_gbps, "--nvlink-gbps", false);
   rate(m.nic_gbps, "--nic-gbps", false);
@@ -52,7 +55,7 @@ void validate_system_model(const SystemModel& m, Problems& problems) {
   time_us(m.per_op_us, "--per-op-us");
   rate(m.copy_gbps, "--copy-gbps", true);
   rate(m.shared_copy_gbps, "--shared-copy-gbps", true);
-  check(m.wire_copies, "--wire-copies", true, 1e6, "");
+  check(m.wire_copies, "--wire-copies", true, 0, 1e6, "");
   time_us(m.per_copy_us, "--per-copy-us");
   time_us(m.per_launch_us, "--per-launch-us");
   time_us(m.switch_us, "--switch-us");

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "reshard/core/dst_layout.h"
+#include "reshard/core/error.h"
 #include "reshard/core/storage.h"
 
 namespace reshard {
@@ -253,6 +254,18 @@ class Verifier {
 
 VerifyReport verify_plan(const Plan& plan, size_t max_listed, bool layouts) {
   return Verifier(plan, max_listed, layouts).run();
+}
+
+void require_verified(const Plan& plan, const std::string& origin) {
+  const VerifyReport v = verify_plan(plan, 8, false);
+  if (v.ok()) return;
+  std::string what = origin + " fails static verification (" + std::to_string(v.problem_count) +
+                     (v.problem_count == 1 ? " problem" : " problems") + "; reshard verify lists them):";
+  for (const std::string& p : v.problems) {  // piece by piece: GCC 12's -Wrestrict misfires on "literal" + p
+    what += "\n  - ";
+    what += p;
+  }
+  throw config_error(what);
 }
 
 }  // namespace reshard

@@ -731,7 +731,8 @@ class CudaIpcTransport final : public Transport {
   bool tracing() const { return !trace_path_.empty(); }
 
   void write_trace() const noexcept {
-    if (tracing()) write_wait_traces(trace_path_, rank_, trace_);
+    if (tracing())
+      write_wait_traces({"--ipc-trace", trace_path_, options_.force_traces, options_.trace_inputs}, rank_, trace_);
   }
 
   TransportOptions options_;

@@ -40,14 +40,7 @@ Executor::Executor(const Plan& plan, int rank, Transport& transport, Memory& mem
   // landings still live across it (a misc chunk's params that continue into the next chunk).
   landing_at_.assign(storages_.landings.size(), -1);
   landing_pending_.assign(storages_.landings.size(), 0);
-  for (const Landing& l : storages_.landings)
-    if (landing_bytes(l) > options_.staging_bytes)
-      throw config_error("param " + plan.params[l.param].name + ": its BF16 landing of " +
-                         std::to_string(landing_bytes(l)) + " bytes on rank " + std::to_string(rank) +
-                         " exceeds --staging-bytes " + std::to_string(options_.staging_bytes) +
-                         (l.src_side ? " (block-FP8 shards are dequantized whole before they are sent)"
-                                     : " (MXFP8 shards land whole before they are quantized)") +
-                         "; raise --staging-bytes");
+  check_landings_fit(plan, storages_.landings, rank, options_.staging_bytes);
   int64_t pool = 0;
   for (int a = 0; a < 2; ++a) {
     landing_layout_[a] = layout_landings(ops_[a], storages_.landings, options_.staging_bytes);

@@ -29,7 +29,9 @@ class MpiTransport final : public Transport {
     RESHARD_MPI_CHECK(MPI_Comm_rank(world_, &rank_));
   }
   ~MpiTransport() override {
-    if (!options_.mpi_trace.empty()) write_wait_traces(options_.mpi_trace, rank_, trace_);
+    if (!options_.mpi_trace.empty())
+      write_wait_traces({"--mpi-trace", options_.mpi_trace, options_.force_traces, options_.trace_inputs}, rank_,
+                        trace_);
     for (MPI_Comm& c : comms_)
       if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
     MPI_Comm_free(&world_);

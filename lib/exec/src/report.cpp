@@ -11,6 +11,7 @@
 #include <ctime>
 #include <climits>
 #include <cstdio>
+#include <string_view>
 
 #include "ceiling.h"
 #include "reshard/core/batch_policy.h"
@@ -77,11 +78,14 @@ void add_hosts(Control& ctl, RunReport& rep) {
   std::vector<uint8_t> mine(kLen, 0);
   char host[kName] = {};
   ::gethostname(host, kName - 1);
-  // Test hook: RESHARD_FAKE_HOSTS=a,a,b,b poses rank r as running on the r-th host named.
-  if (const char* fake = std::getenv("RESHARD_FAKE_HOSTS"); fake != nullptr && *fake != '\0') {
-    std::string list = std::string(fake) + ",";
-    for (int r = 0; r < ctl.rank() && list.find(',') != std::string::npos; ++r) list.erase(0, list.find(',') + 1);
-    std::snprintf(host, kName, "%s", list.substr(0, list.find(',')).c_str());
+  // Test hook: RESHARD_FAKE_HOSTS=a,a,b,b poses rank r as running on the r-th host named; a rank past
+  // the list, or with an empty entry, keeps its real host.
+  if (const char* fake = std::getenv("RESHARD_FAKE_HOSTS"); fake != nullptr) {
+    std::string_view list = fake;
+    for (int r = 0; r < ctl.rank() && !list.empty(); ++r)
+      list = list.find(',') == std::string_view::npos ? std::string_view() : list.substr(list.find(',') + 1);
+    const std::string_view name = list.substr(0, list.find(','));
+    if (!name.empty()) std::snprintf(host, kName, "%.*s", static_cast<int>(name.size()), name.data());
   }
   std::memcpy(mine.data(), host, std::strlen(host));
   const int32_t cores = static_cast<int32_t>(std::max(::sysconf(_SC_NPROCESSORS_ONLN), 1L));

@@ -23,6 +23,8 @@
 #include "reshard/core/hash.h"
 #include "reshard/core/memory_estimate.h"
 #include "ceiling.h"
+#include "cuda_ipc_settings.h"
+#include "wait_trace.h"
 #include "report.h"
 
 namespace reshard {
@@ -48,11 +50,14 @@ void agreed(Control& ctl, F&& f) {
 
 std::string validate(const RunArgs& a) {
   Problems pr;
+  for (const std::string& p : a.flag_problems) pr.add(p);
   if (a.iters < 1) pr.add("--iters must be at least 1 (got " + std::to_string(a.iters) + ")");
   if (a.warmup < 0) pr.add("--warmup must be at least 0 (got " + std::to_string(a.warmup) + ")");
   a.exec.validate(pr);
   if (!(a.timeout_s > 0)) pr.add("--timeout must be positive seconds (got " + std::to_string(a.timeout_s) + ")");
   if (a.algo != "reshard" && a.algo != "golden") pr.add("--algo must be reshard or golden (got '" + a.algo + "')");
+  if (a.ceiling != "auto" && a.ceiling != "on" && a.ceiling != "off")
+    pr.add("--ceiling must be auto, on or off (got '" + a.ceiling + "')");
   try {
     pr.throw_if_any("invalid arguments:");
   } catch (const Error& e) {
@@ -142,6 +147,20 @@ void check_memory_fits(Control& ctl, const Plan& plan, const BatchPolicy& o, con
                 " is available: use more GPUs or hosts, a smaller --staging-bytes or --bucket-bytes");
 }
 
+// The wait traces this run's transport will write (wait_trace.h): --mpi-trace with the MPI transport,
+// --ipc-trace (or RESHARD_CUDA_IPC_TRACE) with cuda-ipc; other transports write none.
+std::vector<TraceOutput> trace_outputs(const RunArgs& a) {
+  std::vector<TraceOutput> out;
+  if (a.transport == "mpi" && !a.mpi_trace.empty()) out.push_back({"--mpi-trace", a.mpi_trace, a.force, {a.plan_path}});
+  if (a.transport == "cuda-ipc") {
+    const TransportOptions::CudaIpc flags{a.ipc_mode, a.ipc_boxes, a.ipc_batch, a.ipc_memcpy_min, a.ipc_launch_bytes,
+                                          a.ipc_trace};
+    const std::string prefix = CudaIpcSettings::resolve(flags, 0).trace;
+    if (!prefix.empty()) out.push_back({"--ipc-trace", prefix, a.force, {a.plan_path}});
+  }
+  return out;
+}
+
 struct Session {
   Control& ctl;
   Plan plan;
@@ -160,6 +179,9 @@ struct Session {
       if (ctl.rank() == 0 && !a.json_path.empty())
         if (const std::string out = output_problem("--json", a.json_path, a.force, {a.plan_path}); !out.empty())
           throw config_error(out);
+      for (const TraceOutput& t : trace_outputs(a))  // each rank's own file, before anything moves
+        if (const std::string out = wait_trace_problem(t, ctl.rank(), a.json_path); !out.empty())
+          throw config_error(out);
       fault_spec = fault_from_env();
     });
     int64_t plan_content = 0;
@@ -174,18 +196,13 @@ struct Session {
     // Before any allocation or communication: every transfer, fan-out and bucket in bounds, on its
     // meshes and groups, and no two params in one storage region (a hand-edited plan must not crash a
     // run or move bytes from outside a shard). Every rank checks the same plan, so all agree.
-    agreed(ctl, [&] {
-      const VerifyReport v = verify_plan(plan, 8, false);
-      if (v.ok()) return;
-      std::string what = a.plan_path + " fails static verification (" + std::to_string(v.problem_count) +
-                         (v.problem_count == 1 ? " problem" : " problems") + "; reshard verify lists them):";
-      for (const std::string& p : v.problems) what += "\n  - " + p;
-      throw config_error(what);
-    });
+    agreed(ctl, [&] { require_verified(plan, a.plan_path); });
     TransportOptions options;
     options.timeout_s = a.timeout_s;
     options.ipc = {a.ipc_mode, a.ipc_boxes, a.ipc_batch, a.ipc_memcpy_min, a.ipc_launch_bytes, a.ipc_trace};
     options.mpi_trace = a.mpi_trace;
+    options.force_traces = a.force;
+    options.trace_inputs = {a.plan_path};
     agreed(ctl, [&] { transport = make_transport(a.transport, ctl, options); });
     if (fault_spec) {
       auto wrapped = std::make_unique<FaultTransport>(std::move(transport), *fault_spec, ctl.rank());

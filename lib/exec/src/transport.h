@@ -45,6 +45,9 @@ struct TransportOptions {
     std::string mode, boxes, batch, memcpy_min, launch_bytes, trace;
   } ipc;
   std::string mpi_trace;  // MPI transport: PREFIX of its per-rank wait traces (wait_trace.h); "": none
+  // Trace files are outputs: replaced only with run's --force, never one of these inputs (the plan).
+  bool force_traces = false;
+  std::vector<std::string> trace_inputs;
 };
 
 class Transport {

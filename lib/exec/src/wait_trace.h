@@ -16,7 +16,25 @@ struct WaitTrace {
   int64_t launches = 0, ops = 0;
 };
 
-// One tab-separated line per wait into PREFIX.<rank>.tsv. Never throws (runs in a destructor).
-void write_wait_traces(const std::string& prefix, int rank, const std::vector<WaitTrace>& traces) noexcept;
+// Where `rank`'s trace goes: PREFIX.<rank>.tsv.
+std::string wait_trace_path(const std::string& prefix, int rank);
+
+// What a trace file is written under: run's --force, and the files it must never replace (the plan).
+struct TraceOutput {
+  std::string flag;  // --mpi-trace or --ipc-trace, for messages
+  std::string prefix;
+  bool force = false;
+  std::vector<std::string> inputs;
+};
+
+// What stops `rank`'s trace file from being written, as output_problem says for any output (an
+// existing file without --force, a symlink or other non-regular file, one of the inputs, a missing or
+// unwritable directory), or because it is the `--json` record's path; "" when nothing. The runner asks
+// before the work, so that a trace is never lost or misplaced after it.
+std::string wait_trace_problem(const TraceOutput& out, int rank, const std::string& json_path);
+
+// One tab-separated line per wait into PREFIX.<rank>.tsv, created as every output is (write_output).
+// Never throws (runs in a destructor): a file that cannot be written is named on stderr and lost.
+void write_wait_traces(const TraceOutput& out, int rank, const std::vector<WaitTrace>& traces) noexcept;
 
 }  // namespace reshard

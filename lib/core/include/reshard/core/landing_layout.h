@@ -21,6 +21,10 @@ struct LandingLayout {
 // Bytes a landing takes in the pool (64-byte aligned, so kernels get aligned rows).
 int64_t landing_bytes(const Landing& l);
 
+// The executor's pool holds each landing whole, within --staging-bytes: throws Error(Config) naming the
+// first of `rank`'s landings (MXFP8 members, block-FP8 sources) that does not fit `staging_bytes`.
+void check_landings_fit(const Plan& plan, const std::vector<Landing>& landings, int rank, int64_t staging_bytes);
+
 // The distinct landings an op's pieces go through (usually none or one).
 std::vector<int> landings_of(const Op& op);
 

@@ -23,6 +23,7 @@ struct TensorMeta {
 struct ModelMeta {
   std::string name;    // "model" field when present, else the file's stem
   std::string origin;  // path it was read from
+  std::vector<std::string> shard_files;  // a safetensors index's shards, read beside it (outputs never replace them)
   std::vector<TensorMeta> tensors;  // file order (load-bearing: misc buckets follow it)
 };
 

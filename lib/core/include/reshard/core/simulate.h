@@ -247,6 +247,11 @@ struct SimResult {
   double lower_bound_seconds = 0;
 };
 
+// What `run` refuses before it allocates or sends, `simulate` refuses too (Error(Config), naming
+// `origin`): a plan failing static verification (require_verified), or a rank's landing beyond the
+// model's --staging-bytes (check_landings_fit). simulate() itself assumes a plan that passes.
+void check_plan_runs(const Plan& plan, const SystemModel& model, const std::string& origin);
+
 SimResult simulate(const Plan& plan, const SystemModel& model);
 
 nlohmann::ordered_json simulation_json(const Plan& plan, const SimResult& r);

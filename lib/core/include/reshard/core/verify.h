@@ -23,6 +23,10 @@ struct VerifyReport {
 // leaves it to `reshard verify`, its own checks being what keeps every access in bounds).
 VerifyReport verify_plan(const Plan& plan, size_t max_listed = 50, bool layouts = true);
 
+// What `run` and `simulate` check before they use a plan: verify_plan without the layouts. Throws
+// Error(Config) naming `origin`, the problem count and the first eight problems.
+void require_verified(const Plan& plan, const std::string& origin);
+
 // The plan's layouts against the engine's (verify_layouts.cpp): its params planned again from the
 // model they stand for, every difference in path, mesh, placements or storage one problem. Part of
 // verify_plan; Megatron destinations are not rebuilt (their block-FP8 sources drop scales).

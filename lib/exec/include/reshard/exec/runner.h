@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "reshard/core/plan.h"
 #include "reshard/exec/control.h"
@@ -33,6 +34,9 @@ struct RunArgs {
   std::string ceiling = "auto";
   BatchPolicy exec;
   std::string command_line;  // echoed into the JSON
+  // Flag values the command line could not read (a malformed size, say): reported by the runner's
+  // first agreed check, so that under mpirun rank 0 prints them once and --json records them.
+  std::vector<std::string> flag_problems;
 };
 
 // Returns the exit code (0 ok, 1 verification failed); throws Error on rank 0 for agreed failures.
