@@ -145,7 +145,73 @@ TEST(MegatronStages, RefusalsNameMegatronsRule) {
   l.vpp = 1;
   l.layout = "E(t|)*99999999999";
   stages(6, l, &e);
-  EXPECT_NE(e.find("'*' must be followed by a count"), std::string::npos) << e;
+  EXPECT_NE(e.find("the count 99999999999 after '*' in 'E(t|)*99999999999' is too large (at most 9999999)"),
+            std::string::npos) << e;
+}
+
+// pipeline_parallel_layer_layout.py PipelineParallelLayerLayout.parse_str_to_list: commas dropped, then
+// re.sub r'\(([^)]+)\)\*(\d+)' (body up to the first ')'), then re.sub r'(.)\*(\d+)' on that result,
+// then split on '|'. Each table below is that rule applied by hand.
+TEST(MegatronStages, LayoutRepeatsUnrollAsMegatronDoes) {
+  MegatronPipeline m = pipe(2);
+  // "E|t*31(t)*2t*3L" -> "E|t*31ttt*3L" -> "E|" + 31 t + "tt" + 3 t + "L": pp0 E; pp1 36 t + L.
+  m.layout = "E|t*31(t)*2t*3L";
+  EXPECT_EQ(stages(36, m).layer, std::vector<int>(36, 1));
+  // "E(t*9)*2|(t*9)*2L" -> "Et*9t*9|t*9t*9L": pp0 E + t0-17; pp1 t18-35 + L.
+  m.layout = "E(t*9)*2|(t*9)*2L";
+  std::vector<int> half(18, 0);
+  half.insert(half.end(), 18, 1);
+  EXPECT_EQ(stages(36, m).layer, half);
+  // A count after a group's count repeats the group's last symbol: "(t)*2*3" -> "tt*3" -> 4 t.
+  m.layout = "E(t)*2*3|ttL";
+  EXPECT_EQ(stages(6, m).layer, (std::vector<int>{0, 0, 0, 0, 1, 1}));
+  // Commas go first, so "t*1,2" is 12 t.
+  m.layout = "Et*1,2|t,tL";
+  EXPECT_EQ(stages(14, m).layer, (std::vector<int>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}));
+  // Leading zeros count for nothing ("t*00000003" is 3 t; 8 digits are not too many).
+  m.layout = "Et*00000003|tL";
+  EXPECT_EQ(stages(4, m).layer, (std::vector<int>{0, 0, 0, 1}));
+  // Count 0 drops its symbol or group: "E(tt|)*0t*0t|tL" -> "Et|tL".
+  m.layout = "E(tt|)*0t*0t|tL";
+  EXPECT_EQ(stages(2, m).layer, (std::vector<int>{0, 1}));
+  // Step 3's x is any character: "(*0" is dropped, so Megatron accepts "E(*0t|tL" as "Et|tL".
+  m.layout = "E(*0t|tL";
+  EXPECT_EQ(stages(2, m).layer, (std::vector<int>{0, 1}));
+  // A group's separator joins its neighbours: "E(t|t)*2L" -> "Et|tt|tL", flat stages Et | tt | tL.
+  MegatronPipeline three = pipe(3);
+  three.layout = "E(t|t)*2L";
+  EXPECT_EQ(stages(4, three).layer, (std::vector<int>{0, 1, 1, 2}));
+  // '|' repeats too: "Et|*2tL" -> "Et||tL", flat stages Et | (empty) | tL.
+  three.layout = "Et|*2tL";
+  EXPECT_EQ(stages(2, three).layer, (std::vector<int>{0, 2}));
+}
+
+TEST(MegatronStages, LayoutRepeatRefusals) {
+  MegatronPipeline m = pipe(2);
+  std::string e;
+  // "E|t*32(t)*2t*3L" -> "E|t*32ttt*3L" -> 32 + 2 + 3 = 37 t.
+  m.layout = "E|t*32(t)*2t*3L";
+  stages(36, m, &e);
+  EXPECT_NE(e.find("--pipeline-layout has 37 decoder layers (t), the model has 36"), std::string::npos) << e;
+  e.clear();
+  m.layout = "Et*1000000000|t*1000000000L";
+  stages(36, m, &e);
+  EXPECT_NE(e.find("the count 1000000000 after '*' in 'Et*1000000000|t*1000000000L' is too large (at most 9999999)"),
+            std::string::npos) << e;
+  e.clear();
+  m.layout = "Et*10000000|tL";  // the first count past the bound
+  stages(2, m, &e);
+  EXPECT_NE(e.find("the count 10000000 after '*'"), std::string::npos) << e;
+  e.clear();
+  // No nesting: the body ends at the first ')': "E((t)*2)*3|L" -> "E(t(t)*3|L" -> "E(t(t)))|L".
+  m.layout = "E((t)*2)*3|L";
+  stages(2, m, &e);
+  EXPECT_NE(e.find("invalid layer character '('"), std::string::npos) << e;
+  e.clear();
+  // A '*' with no count stays and is no layer.
+  m.layout = "Et*|tL";
+  stages(2, m, &e);
+  EXPECT_NE(e.find("invalid layer character '*'"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "reshard/core/stages.h"
 
 #include <algorithm>
-#include <cctype>
 #include <string>
 
 #include "reshard/core/parallelism.h"
@@ -12,75 +11,83 @@ namespace {
 std::string n(int64_t v) { return std::to_string(v); }
 
 constexpr size_t kMaxLayoutChars = size_t{1} << 20;  // an unrolled layout longer than this is refused
+// Megatron takes any count (Python int); ours stops here so that a typo is named, not unrolled.
+constexpr int64_t kMaxRepeat = 9999999;
 
-// pipeline_parallel_layer_layout.py PipelineParallelLayerLayout.parse_str_to_list: commas dropped,
-// "(...)*n" unrolled (no nesting), then "x*n", then split on '|'. Empty on a problem.
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Appends `what` n times, n being the digits after the '*' at from[star] (Megatron's \d+ takes them
+// all, leading zeros included); `next` is set past them. The digits are read from `from`, the text
+// this pass scans, never from another pass's text. False, with a problem, on a count too large.
+bool unroll(const std::string& text, const std::string& from, size_t star, const std::string& what,
+            std::string& out, size_t& next, Problems& problems) {
+  size_t end = star + 1;
+  int64_t count = 0;
+  for (; end < from.size() && is_digit(from[end]); ++end)
+    if (count <= kMaxRepeat) count = count * 10 + (from[end] - '0');
+  if (count > kMaxRepeat) {
+    problems.add("--pipeline-layout: the count " + from.substr(star + 1, end - star - 1) + " after '*' in '" + text +
+                 "' is too large (at most " + n(kMaxRepeat) + ")");
+    return false;
+  }
+  if (static_cast<double>(what.size()) * static_cast<double>(count) + static_cast<double>(out.size()) >
+      static_cast<double>(kMaxLayoutChars)) {
+    problems.add("--pipeline-layout: unrolls to more than " + n(static_cast<int64_t>(kMaxLayoutChars)) + " symbols");
+    return false;
+  }
+  for (int64_t r = 0; r < count; ++r) out += what;
+  next = end;
+  return true;
+}
+
+// megatron/core/transformer/pipeline_parallel_layer_layout.py PipelineParallelLayerLayout.parse_str_to_list,
+// followed exactly (it decides what Megatron accepts):
+//  1. every ',' is removed first (so "t*1,2" is t*12);
+//  2. re.sub(r'\(([^)]+)\)\*(\d+)'): left to right, each "(body)*n" becomes body n times, body running to
+//     the first ')'; no nesting: "((t)*2)*3" leaves a stray '(' / ')'. The result is not rescanned;
+//  3. re.sub(r'(.)\*(\d+)') on the text of step 2: "x*n" becomes x n times, x any one character but a
+//     newline ('|' too); so "(t)*2*3" -> "tt*3" -> 4 t;
+//  4. split on '|'; each character must be E, t, m or L (a leftover '(', ')', '*' or digit is refused).
+// Empty on a problem.
 std::vector<std::string> parse_layout(const std::string& text, Problems& problems) {
   std::string s;
   for (char c : text)
     if (c != ',') s += c;
-  const auto repeat = [&](std::string& out, const std::string& what, size_t& i) -> bool {
-    size_t j = i;  // s[i] == '*'
-    ++j;
-    size_t k = j;
-    while (k < s.size() && std::isdigit(static_cast<unsigned char>(s[k]))) ++k;
-    if (k == j || k - j > 7) {
-      problems.add("--pipeline-layout: '*' must be followed by a count (at " + n(static_cast<int64_t>(i)) + " in '" +
-                   text + "')");
-      return false;
-    }
-    const int64_t count = std::stoll(s.substr(j, k - j));
-    if (static_cast<double>(what.size()) * static_cast<double>(count) + static_cast<double>(out.size()) >
-        static_cast<double>(kMaxLayoutChars)) {
-      problems.add("--pipeline-layout: unrolls to more than " + n(static_cast<int64_t>(kMaxLayoutChars)) + " symbols");
-      return false;
-    }
-    for (int64_t r = 1; r < count; ++r) out += what;  // `what` is already in `out` once
-    if (count == 0) out.resize(out.size() - what.size());
-    i = k;
-    return true;
-  };
-  // Pass 1: parentheses.
-  std::string unrolled;
-  for (size_t i = 0; i < s.size();) {
-    if (s[i] == '(') {
-      const size_t close = s.find(')', i + 1);
-      if (close != std::string::npos && close > i + 1 && close + 1 < s.size() && s[close + 1] == '*' &&
-          s.find('(', i + 1) > close) {
-        const std::string inner = s.substr(i + 1, close - i - 1);
-        unrolled += inner;
-        size_t at = close + 1;
-        if (!repeat(unrolled, inner, at)) return {};
-        i = at;
-        continue;
-      }
-    }
-    unrolled += s[i++];
-  }
-  // Pass 2: single symbols.
-  std::string flat;
-  for (size_t i = 0; i < unrolled.size();) {
-    if (i + 1 < unrolled.size() && unrolled[i + 1] == '*') {
-      flat += unrolled[i];
-      size_t at = i + 1;
-      if (!repeat(flat, std::string(1, unrolled[i]), at)) return {};
-      i = at;
+  // Step 2: "(body)*n" matches at p when s[p] is '(' and the first ')' after it closes a non-empty body
+  // followed by '*' and a digit; otherwise s[p] is kept.
+  std::string groups;
+  for (size_t p = 0; p < s.size();) {
+    const size_t close = s[p] == '(' ? s.find(')', p + 1) : std::string::npos;
+    if (close != std::string::npos && close > p + 1 && close + 2 < s.size() && s[close + 1] == '*' &&
+        is_digit(s[close + 2])) {
+      if (!unroll(text, s, close + 1, s.substr(p + 1, close - p - 1), groups, p, problems)) return {};
       continue;
     }
-    flat += unrolled[i++];
+    groups += s[p++];
+  }
+  // Step 3, on the text of step 2.
+  std::string flat;
+  for (size_t p = 0; p < groups.size();) {
+    if (groups[p] != '\n' && p + 2 < groups.size() && groups[p + 1] == '*' && is_digit(groups[p + 2])) {
+      if (!unroll(text, groups, p + 1, std::string(1, groups[p]), flat, p, problems)) return {};
+      continue;
+    }
+    flat += groups[p++];
   }
   std::vector<std::string> stages(1);
   for (char c : flat) {
     if (c == '|') {
       stages.emplace_back();
-      continue;
-    }
-    if (c != 'E' && c != 'L' && c != 't' && c != 'm') {
-      problems.add(std::string("--pipeline-layout: invalid layer character '") + c + "' in '" + text +
-                   "' (known: E embedding, t decoder, m mtp, L loss; Megatron's parse_str_to_list)");
+    } else if (c == 'E' || c == 'L' || c == 't' || c == 'm') {
+      stages.back() += c;
+    } else {
+      std::string why;
+      if (c == '*') why = ": '*' must follow a symbol or a (...) group and be followed by a count";
+      if (c == '(' || c == ')') why = ": a group is (...)*n, not nested (Megatron's first ')' ends it)";
+      problems.add(std::string("--pipeline-layout: invalid layer character '") + c + "' in '" + text + "'" + why +
+                   " (known: E embedding, t decoder, m mtp, L loss; Megatron's parse_str_to_list)");
       return {};
     }
-    stages.back() += c;
   }
   return stages;
 }
