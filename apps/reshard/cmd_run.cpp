@@ -28,7 +28,8 @@ void add_run_command(CLI::App& app, Action& action) {
       ->type_name("TEXT:{auto,on,off}")
       ->capture_default_str();
   cmd->add_option("--json", flags->args.json_path, "Also write the results as JSON to this file");
-  cmd->add_flag("--force", flags->args.force, "Replace an existing --json file");
+  cmd->add_flag("--force", flags->args.force,
+                "Replace an existing --json file or wait trace (--mpi-trace, --ipc-trace)");
   add_exec_flags(*cmd, *flags);
   cmd->callback([flags, &action, &app] {
     action = [flags, &app] {

@@ -138,9 +138,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   add_batch_flags(*cmd, args->batch);  // the same knobs as `run`
   cmd->add_option("--algo", args->algo, "reshard (default) or golden (whole shards broadcast, as run --algo golden)");
   cmd->add_option("--ipc-mode", args->ipc_mode,
-                  "cuda-ipc mode the copy model follows where box ops are on (h200-shared-1gpu*): push "
-                  "(default, as the executor: senders copy, a broadcast root fans out) or pull (receivers "
-                  "copy)");
+                  "cuda-ipc mode the copy model follows where box ops are on (h200-shared-1gpu*, h100-shared-1gpu): "
+                  "push (default, as the executor: senders copy, a broadcast root fans out) or pull (receivers copy)");
   cmd->add_option("--copy-gbps", args->copy_gbps, "Memory copy rate of one rank, GB/s (0: copies not modelled)");
   cmd->add_option("--shared-copy-gbps", args->shared_copy_gbps,
                   "Copy rate shared by all ranks of a domain (one host, one GPU), GB/s (0: not shared)");

@@ -53,7 +53,7 @@ void add_verify_command(CLI::App& app, Action& action) {
   auto max_listed = std::make_shared<size_t>(50);
   cmd->add_option("plan,--plan", flags->args.plan_path, "Plan file (JSON or CBOR)")->required();
   cmd->add_flag("--execute", *execute, "Run plan and golden under mpirun and compare destinations byte for byte");
-  cmd->add_option("--max-problems", *max_listed, "Problems listed at most (static verify)");
+  cmd->add_option("--max-problems", *max_listed, "Problems listed at most (static verify)")->capture_default_str();
   add_exec_flags(*cmd, *flags);
   cmd->callback([flags, execute, max_listed, &action, &app, cmd] {
     action = [flags, execute, max_listed, &app, cmd] {

@@ -183,7 +183,7 @@ void parse_parallelism_spec(std::string_view spec, const std::string& side, Para
 }
 
 SystemConfig load_system_json(const std::string& path) {
-  return parse_system_json(read_input_file(path, "--system"), path);
+  return parse_system_json(read_input_file(path, "--parallelism"), path);
 }
 
 SystemConfig parse_system_json(std::string_view text, const std::string& origin) {
