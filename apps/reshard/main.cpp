@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "reshard/core/error.h"
+#include "reshard/exec/control.h"
 #include "reshard/core/suggest.h"
 
 namespace {
@@ -38,6 +39,15 @@ bool prints_usage_errors(std::string& prefix) {
   if (first != rank) return false;
   prefix += "rank " + std::to_string(rank) + ": ";
   return true;
+}
+
+// A usage error's exit. In an MPMD launch the other app contexts' ranks may have parsed fine and wait
+// in MPI_Init or a first collective for this rank, which Open MPI did not always end (a hang of 300 s
+// in CI): this rank joins the world and aborts it. Elsewhere every rank fails alike and just exits.
+int usage_exit(int code) {
+  const char* contexts = std::getenv("OMPI_NUM_APP_CTX");
+  if (contexts != nullptr && std::atoi(contexts) > 1) reshard::Control::abort_launch(code);
+  return code;
 }
 
 // A mistyped command or flag, named with the closest known one, before CLI11 parses (it would report
@@ -107,7 +117,7 @@ int main(int argc, char** argv) {
   const bool prints = prints_usage_errors(prefix);
   if (const std::string bad = unknown_argument(app, argc, argv); !bad.empty()) {
     if (prints) std::fprintf(stderr, "%s%s\n", prefix.c_str(), bad.c_str());
-    return 2;
+    return usage_exit(2);
   }
   try {
     app.parse(argc, argv);
@@ -119,11 +129,11 @@ int main(int argc, char** argv) {
       // CLI11's "Run with --help ..." follows its message; ours carry the tool's prefix, once.
       if (!err.str().empty()) std::cerr << (code == 0 ? "" : prefix) << err.str();
     }
-    return code == 0 ? 0 : 2;
+    return code == 0 ? 0 : usage_exit(2);
   }
   if (const std::string bad = empty_values(app); !bad.empty()) {
     if (prints) std::fprintf(stderr, "%s%s\n", prefix.c_str(), bad.c_str());
-    return 2;
+    return usage_exit(2);
   }
   try {
     return action ? action() : 2;

@@ -145,7 +145,7 @@ TEST(ParallelSystemJson, GenAliasAndErrors) {
     load_system_json("/nonexistent/sys.json");
     FAIL() << "expected an Error";
   } catch (const Error& e) {
-    EXPECT_TRUE(has(e.what(), "cannot open --system /nonexistent/sys.json")) << e.what();
+    EXPECT_TRUE(has(e.what(), "cannot open --parallelism /nonexistent/sys.json")) << e.what();
   }
 }
 

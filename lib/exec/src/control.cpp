@@ -102,6 +102,16 @@ struct Control::Impl {
 
 bool Control::built() { return true; }
 
+void Control::abort_launch(int exit_code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) MPI_Init(nullptr, nullptr);
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
+}
+
 Control::Control() : impl_(std::make_unique<Impl>()) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -226,6 +236,7 @@ std::string Control::mpi_library_version() const {
 
 #else  // no MPI
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace reshard {
@@ -239,6 +250,11 @@ namespace {
 }  // namespace
 
 bool Control::built() { return false; }
+void Control::abort_launch(int exit_code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(exit_code);
+}
 Control::Control() { no_mpi(); }
 Control::~Control() = default;
 int Control::rank() const { return 0; }

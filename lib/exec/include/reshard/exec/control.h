@@ -26,6 +26,10 @@ class AgreedError : public Error {
 class Control {
  public:
   static bool built();  // MPI support compiled in
+  // For a rank that fails before it ever joins the world (a usage error) while other ranks of the launch
+  // may already wait for it in MPI_Init or a first collective (an MPMD launch: their command lines
+  // differ): joins MPI, flushes and aborts the world with `exit_code`. Without MPI, just exits.
+  [[noreturn]] static void abort_launch(int exit_code);
   // Initializes MPI when nobody has (and finalizes it in the destructor), then duplicates the world.
   Control();
   ~Control();
